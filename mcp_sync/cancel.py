@@ -1,0 +1,194 @@
+"""Cancellation primitives: :class:`CancelToken` and :class:`Cancelled`.
+
+A token is a one-shot flag built on :class:`threading.Event`. Whoever wants a piece of work
+to stop calls :meth:`CancelToken.cancel`; the work observes it by polling
+:attr:`CancelToken.cancelled`, by waiting with :meth:`CancelToken.wait`, or by registering a
+callback with :meth:`CancelToken.add_callback`.
+
+Callbacks run exactly once, outside any lock, in the thread that cancelled the token (or at
+once, in the registering thread, if the token was already cancelled). A callback that raises
+is logged and does not disturb the others.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import logging
+import threading
+import time
+from typing import Any, Callable
+
+from . import deadlines
+
+__all__ = ["CancelToken", "Cancelled", "WAIT_SLICE"]
+
+_log = logging.getLogger("mcp_sync.cancel")
+
+WAIT_SLICE = 0.1
+"""Longest single blocking wait, in seconds, so that signals (Ctrl-C) are seen promptly."""
+
+Callback = Callable[["CancelToken"], object]
+
+
+class Cancelled(concurrent.futures.CancelledError):
+    """The work was cancelled. ``reason`` is what the canceller said, if anything."""
+
+    def __init__(self, reason: str | None = None) -> None:
+        super().__init__(reason or "cancelled")
+        self.reason = reason
+
+
+class CancelToken:
+    """A thread-safe, one-shot cancellation flag with callbacks and linked children.
+
+    Example::
+
+        token = CancelToken.with_timeout(5.0)
+        while not token.cancelled:
+            do_a_bit_of_work()
+    """
+
+    __slots__ = ("_event", "_lock", "_reason", "_callbacks", "_deadline", "__weakref__")
+
+    def __init__(self) -> None:
+        self._event = threading.Event()
+        self._lock = threading.Lock()
+        self._reason: str | None = None
+        self._callbacks: list[Callback] | None = []
+        self._deadline: deadlines.Deadline | None = None
+
+    def __repr__(self) -> str:
+        state = f"cancelled reason={self._reason!r}" if self.cancelled else "active"
+        return f"<CancelToken {state}>"
+
+    # -- state -------------------------------------------------------------------------------
+    @property
+    def cancelled(self) -> bool:
+        """True once :meth:`cancel` has succeeded."""
+        return self._event.is_set()
+
+    @property
+    def reason(self) -> str | None:
+        """The reason given to the winning :meth:`cancel` call, or ``None``."""
+        return self._reason
+
+    def cancel(self, reason: str | None = None) -> bool:
+        """Cancel the token. Returns True only for the one call that cancelled it.
+
+        Registered callbacks run in this thread, after the flag is set, outside any lock.
+        """
+        with self._lock:
+            if self._callbacks is None:
+                return False
+            self._reason = reason
+            callbacks, self._callbacks = self._callbacks, None
+            deadline, self._deadline = self._deadline, None
+            self._event.set()
+        if deadline is not None:
+            deadline.cancel()
+        for callback in callbacks:
+            self._run(callback)
+        return True
+
+    # -- waiting -----------------------------------------------------------------------------
+    def wait(self, timeout: float | None = None) -> bool:
+        """Block until cancelled or until ``timeout`` seconds pass; return :attr:`cancelled`.
+
+        The wait is sliced into short waits so that ``KeyboardInterrupt`` is seen promptly.
+        ``timeout=None`` waits for ever.
+        """
+        if self._event.is_set():
+            return True
+        if timeout is not None and timeout <= 0:
+            return False
+        end = None if timeout is None else time.monotonic() + timeout
+        while True:
+            slice_ = WAIT_SLICE if end is None else min(WAIT_SLICE, end - time.monotonic())
+            if slice_ <= 0:
+                return self._event.is_set()
+            if self._event.wait(slice_):
+                return True
+
+    def raise_if_cancelled(self) -> None:
+        """Raise :class:`Cancelled` (with the reason) if the token is cancelled."""
+        if self._event.is_set():
+            raise Cancelled(self._reason)
+
+    # -- callbacks ---------------------------------------------------------------------------
+    def add_callback(self, callback: Callback) -> None:
+        """Run ``callback(token)`` once when the token is cancelled.
+
+        If the token is already cancelled the callback runs at once, in this thread.
+        """
+        with self._lock:
+            if self._callbacks is not None:
+                self._callbacks.append(callback)
+                return
+        self._run(callback)
+
+    def remove_callback(self, callback: Callback) -> bool:
+        """Forget a callback that has not run yet; True if it was registered."""
+        with self._lock:
+            if self._callbacks is None:
+                return False
+            try:
+                self._callbacks.remove(callback)
+            except ValueError:
+                return False
+            return True
+
+    def _run(self, callback: Callback) -> None:
+        try:
+            callback(self)
+        except Exception:
+            _log.exception("CancelToken callback %r failed", callback)
+
+    # -- linking -----------------------------------------------------------------------------
+    def child(self) -> CancelToken:
+        """A new token that is cancelled (with the same reason) when this one is.
+
+        Cancelling the child does not touch the parent, and unlinks the child from it.
+        """
+        child = CancelToken()
+        link = _Link(child)
+        self.add_callback(link)
+        if not child.cancelled:
+            child.add_callback(lambda _c: self.remove_callback(link))
+        return child
+
+    @classmethod
+    def with_timeout(cls, seconds: float, parent: CancelToken | None = None) -> CancelToken:
+        """A token that cancels itself after ``seconds`` (reason ``"timeout"``).
+
+        With ``parent`` it is also a child of that token. The timer is an entry in the shared
+        deadline scheduler, removed as soon as the token is cancelled by any path.
+        """
+        token = parent.child() if parent is not None else cls()
+        token.set_deadline(seconds)
+        return token
+
+    def set_deadline(self, seconds: float, reason: str = "timeout") -> None:
+        """Cancel this token with ``reason`` after ``seconds`` unless cancelled sooner.
+
+        Replaces a deadline set earlier.
+        """
+        entry = deadlines.schedule(seconds, lambda: self.cancel(reason))
+        with self._lock:
+            old, self._deadline = self._deadline, entry
+            live = self._callbacks is not None
+        if old is not None:
+            old.cancel()
+        if not live:
+            entry.cancel()
+
+
+class _Link:
+    """Callback object that forwards a parent's cancellation to one child."""
+
+    __slots__ = ("child",)
+
+    def __init__(self, child: CancelToken) -> None:
+        self.child = child
+
+    def __call__(self, parent: CancelToken) -> Any:
+        return self.child.cancel(parent.reason)

@@ -1,0 +1,580 @@
+"""The threaded driver of the protocol core: one JSON-RPC connection over a transport.
+
+Threads of one :class:`Endpoint`:
+
+* one **reader** thread: decodes lines, feeds the core, writes error replies, fires the
+  tokens of cancelled inbound requests itself (so a cancellation is seen even while every
+  worker is busy), settles outbound calls, and never runs a request handler;
+* a bounded **worker pool** (started on demand) that runs inbound request handlers and, one
+  at a time in arrival order, user callbacks for progress and notifications;
+* the process-wide deadline scheduler (:mod:`mcp_sync.deadlines`) for every timeout.
+
+Nothing is started per request. Writes go through an ordered outbox: a message whose sending
+depends on a state transition is queued while the registry lock is held (so a response can
+never follow its own cancellation, and a cancellation never precedes its request), and is
+written after the lock is released. A cancellation is queued without blocking: if another
+thread is in the middle of a write, that thread writes it too.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import logging
+import threading
+import time
+from collections import Counter, deque
+from typing import Any, Callable, Iterable
+
+from . import deadlines
+from .cancel import WAIT_SLICE, Cancelled, CancelToken
+from .errors import ConnectionClosed, McpError, RequestTimeout
+from .jsonrpc import (
+    INTERNAL_ERROR,
+    ErrorResponse,
+    Notification,
+    Request,
+    Response,
+    decode,
+    encode,
+)
+from .protocol import (
+    PROGRESS_METHOD,
+    Action,
+    CancelInbound,
+    Deliver,
+    Dispatch,
+    Dropped,
+    InboundRequest,
+    OutboundRequest,
+    Progress,
+    Protocol,
+    Send,
+    Settle,
+)
+from .transports.base import Transport
+from .workers import SerialRunner, WorkerPool
+
+__all__ = ["Endpoint", "PendingCall", "RequestHandler", "ProgressCallback"]
+
+_log = logging.getLogger("mcp_sync.endpoint")
+
+RequestHandler = Callable[[InboundRequest], Any]
+"""Runs an inbound request in a worker; returns the JSON ``result`` or raises
+:class:`~mcp_sync.errors.McpError` (any other exception becomes -32603)."""
+
+NotificationHandler = Callable[[Notification], Any]
+ProgressCallback = Callable[[float, "float | None", "str | None"], Any]
+"""``on_progress(progress, total, message)``."""
+
+_FUTURE_DONE = ("CANCELLED", "CANCELLED_AND_NOTIFIED", "FINISHED")
+
+
+class PendingCall(concurrent.futures.Future):  # type: ignore[type-arg]
+    """A request in flight to the peer: a :class:`concurrent.futures.Future` of its result.
+
+    Unlike a plain future, :meth:`cancel` works while the request is running on the peer: it
+    sends ``notifications/cancelled`` and makes :meth:`result` raise
+    :class:`~mcp_sync.cancel.Cancelled` (a :class:`concurrent.futures.CancelledError`).
+    It returns False if the call had already completed. ``wait()`` and ``as_completed()``
+    work as with any future.
+
+    Done-callbacks run in the thread that settles the call (often the connection's reader
+    thread): keep them short and non-blocking, as with any future.
+    """
+
+    def __init__(self, endpoint: Endpoint, method: str) -> None:
+        super().__init__()
+        self._endpoint = endpoint
+        self.method = method
+        self._request: OutboundRequest | None = None
+        self._deadline: deadlines.Deadline | None = None
+        self._timeout: float | None = None
+        self._reset_on_progress = False
+        self._hard_end: float | None = None
+        self._on_progress: ProgressCallback | None = None
+        self._cancel_token: CancelToken | None = None
+        self._cancel_reason: str | None = None
+
+    @property
+    def request_id(self) -> int | None:
+        """The JSON-RPC id this call was sent with."""
+        return None if self._request is None else self._request.id
+
+    @property
+    def cancel_reason(self) -> str | None:
+        """The reason given when the call was cancelled, if it was."""
+        return self._cancel_reason
+
+    def cancel(self, reason: str | None = None) -> bool:  # type: ignore[override]
+        """Cancel the call, in flight or not. Idempotent.
+
+        Sends ``notifications/cancelled`` (never for ``initialize``) and does not wait for
+        the peer. Returns True if the call is cancelled (now or before), False if it had
+        already completed with a result, an error or a timeout.
+        """
+        if self._request is not None:
+            self._endpoint._cancel_outbound(self._request, reason)
+        return self.cancelled()
+
+    def _wait_done(self, timeout: float | None) -> bool:
+        """Sliced wait until done; returns done(). KeyboardInterrupt cancels the call."""
+        if self.done():
+            return True
+        end = None if timeout is None else time.monotonic() + timeout
+        try:
+            with self._condition:
+                while self._state not in _FUTURE_DONE:
+                    if end is None:
+                        self._condition.wait(WAIT_SLICE)
+                    else:
+                        remaining = end - time.monotonic()
+                        if remaining <= 0:
+                            return False
+                        self._condition.wait(min(WAIT_SLICE, remaining))
+        except KeyboardInterrupt:
+            self.cancel("interrupted")
+            raise
+        return True
+
+    def result(self, timeout: float | None = None) -> Any:
+        """Wait for and return the result.
+
+        Raises :class:`~mcp_sync.errors.McpError` for an error from the peer,
+        :class:`~mcp_sync.errors.RequestTimeout` when the call's ``timeout=`` expired,
+        :class:`~mcp_sync.cancel.Cancelled` when it was cancelled,
+        :class:`~mcp_sync.errors.ConnectionClosed` when the connection ended, and
+        :class:`TimeoutError` if *this wait's* ``timeout`` passes (the call goes on).
+        A ``KeyboardInterrupt`` during the wait cancels the call on the wire, then propagates.
+        """
+        if not self._wait_done(timeout):
+            raise concurrent.futures.TimeoutError()
+        try:
+            return super().result(0)
+        except concurrent.futures.CancelledError:
+            raise Cancelled(self._cancel_reason) from None
+
+    def exception(self, timeout: float | None = None) -> BaseException | None:
+        """Like :meth:`result`, but returns the exception instead of raising it."""
+        if not self._wait_done(timeout):
+            raise concurrent.futures.TimeoutError()
+        try:
+            return super().exception(0)
+        except concurrent.futures.CancelledError:
+            raise Cancelled(self._cancel_reason) from None
+
+    # -- driven by the endpoint ----------------------------------------------------------------
+    def _settle(self, action: Settle) -> None:
+        deadline, self._deadline = self._deadline, None
+        if deadline is not None:
+            deadline.cancel()
+        token, self._cancel_token = self._cancel_token, None
+        if token is not None:
+            token.remove_callback(self._on_token)
+        if action.response is not None:
+            response = action.response
+            if isinstance(response, Response):
+                self.set_result(response.result)
+            else:
+                self.set_exception(McpError(response.code, response.message, response.data))
+        elif action.exception is not None:
+            self.set_exception(action.exception)
+        else:
+            self._cancel_reason = action.reason
+            super().cancel()
+            self.set_running_or_notify_cancel()  # wakes wait()/as_completed()
+
+    def _on_token(self, token: CancelToken) -> None:
+        self.cancel(token.reason or "cancelled")
+
+    def _on_deadline(self) -> None:
+        if self._request is None:
+            return
+        reason = f"timed out after {self._timeout if self._timeout is not None else 0:g} s"
+        if self._hard_end is not None and time.monotonic() >= self._hard_end - 1e-3:
+            reason = "maximum total timeout reached"
+        self._endpoint._cancel_outbound(
+            self._request, reason, RequestTimeout(f"{self.method}: {reason}")
+        )
+
+
+class Endpoint:
+    """A JSON-RPC connection over a :class:`~mcp_sync.transports.base.Transport`.
+
+    Args:
+        transport: the connection.
+        request_handler: runs each inbound request on a worker thread (see
+            :data:`RequestHandler`); ``None`` answers every request with -32601.
+        notification_handler: receives inbound notifications (other than cancellation and
+            progress, which the endpoint handles), one at a time, in arrival order, on a
+            worker thread.
+        max_workers: size of the worker pool.
+        inline_handlers: methods answered on the reader thread by library code that never
+            blocks (``ping``); never user code.
+        name: prefix of thread names.
+
+    Call :meth:`start` to begin reading, :meth:`close` to end.
+    """
+
+    def __init__(
+        self,
+        transport: Transport,
+        *,
+        request_handler: RequestHandler | None = None,
+        notification_handler: NotificationHandler | None = None,
+        max_workers: int = 8,
+        inline_handlers: dict[str, Callable[[InboundRequest], Any]] | None = None,
+        name: str = "mcp_sync",
+    ) -> None:
+        self._transport = transport
+        self._request_handler = request_handler
+        self._notification_handler = notification_handler
+        self._inline = dict(inline_handlers or {})
+        self.name = name
+        self._lock = threading.Lock()
+        self._core = Protocol(CancelToken)
+        self._outbox: deque[bytes] = deque()
+        self._write_lock = threading.Lock()
+        self._pool = WorkerPool(max_workers, name)
+        self._callbacks = SerialRunner(self._pool)
+        self._reader: threading.Thread | None = None
+        self._closed = threading.Event()
+        self._close_lock = threading.Lock()
+        self._close_callbacks: list[Callable[[], Any]] = []
+        self.dropped: Counter[str] = Counter()
+        """How many inbound messages were ignored, by reason (diagnostics)."""
+
+    # -- life cycle -------------------------------------------------------------------------
+    def start(self) -> Endpoint:
+        """Start the reader thread. Returns self."""
+        if self._reader is not None:
+            raise RuntimeError("endpoint already started")
+        self._reader = threading.Thread(target=self._read_loop, name=f"{self.name}-reader", daemon=True)
+        self._reader.start()
+        return self
+
+    @property
+    def closed(self) -> bool:
+        """True once the connection is closed (by either side)."""
+        return self._closed.is_set()
+
+    def wait_closed(self, timeout: float | None = None) -> bool:
+        """Block until the connection is closed; returns :attr:`closed`. Sliced for Ctrl-C."""
+        end = None if timeout is None else time.monotonic() + timeout
+        while not self._closed.is_set():
+            remaining = WAIT_SLICE if end is None else min(WAIT_SLICE, end - time.monotonic())
+            if remaining <= 0:
+                break
+            self._closed.wait(remaining)
+        return self._closed.is_set()
+
+    def add_close_callback(self, callback: Callable[[], Any]) -> None:
+        """Run ``callback()`` once the connection is lost (at once if it already is)."""
+        with self._close_lock:
+            if not self._closed.is_set():
+                self._close_callbacks.append(callback)
+                return
+        callback()
+
+    def close(self, grace: float = 5.0) -> list[threading.Thread]:
+        """Close the connection and join the threads this endpoint started.
+
+        Every inbound token is cancelled and every pending outbound call fails with
+        :class:`~mcp_sync.errors.ConnectionClosed`. Handlers get ``grace`` seconds to notice
+        their cancellation; the threads still running after that are returned (and logged).
+        """
+        self._connection_lost(ConnectionClosed("connection closed locally"))
+        self._transport.close()
+        current = threading.current_thread()
+        reader = self._reader
+        if reader is not None and reader is not current:
+            reader.join(grace)
+        stuck = self._pool.shutdown(grace)
+        if reader is not None and reader.is_alive() and reader is not current:
+            stuck.append(reader)
+        if stuck:
+            _log.warning("%s: threads still running after close: %s", self.name, [t.name for t in stuck])
+        return stuck
+
+    def __enter__(self) -> Endpoint:
+        if self._reader is None:
+            self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- outbound ---------------------------------------------------------------------------
+    def submit(
+        self,
+        method: str,
+        params: dict[str, Any] | None = None,
+        *,
+        timeout: float | None = None,
+        cancel_token: CancelToken | None = None,
+        on_progress: ProgressCallback | None = None,
+        reset_timeout_on_progress: bool = False,
+        max_total_timeout: float | None = None,
+    ) -> PendingCall:
+        """Send a request and return its :class:`PendingCall` at once.
+
+        Args:
+            timeout: seconds until the call is cancelled on the wire and fails with
+                :class:`~mcp_sync.errors.RequestTimeout`.
+            cancel_token: cancelling it cancels the call.
+            on_progress: ``on_progress(progress, total, message)`` for each
+                ``notifications/progress`` the peer sends for this call (adds a
+                ``progressToken``); runs on a worker thread, in order.
+            reset_timeout_on_progress: each progress notification restarts ``timeout``.
+            max_total_timeout: a limit that holds whatever progress arrives.
+        """
+        future = PendingCall(self, method)
+        if cancel_token is not None and cancel_token.cancelled:
+            future._cancel_reason = cancel_token.reason
+            concurrent.futures.Future.cancel(future)  # nothing was sent
+            future.set_running_or_notify_cancel()
+            return future
+        future._timeout = timeout
+        future._reset_on_progress = reset_timeout_on_progress and timeout is not None
+        future._on_progress = on_progress
+        start = time.monotonic()
+        if max_total_timeout is not None:
+            future._hard_end = start + max_total_timeout
+        with self._lock:
+            request, actions = self._core.send_request(
+                method, params, context=future, with_progress=on_progress is not None
+            )
+            future._request = request
+            delay = self._initial_delay(timeout, max_total_timeout)
+            if delay is not None:
+                future._deadline = deadlines.schedule(delay, future._on_deadline)
+            self._queue_sends(actions)
+        if cancel_token is not None:
+            future._cancel_token = cancel_token
+            cancel_token.add_callback(future._on_token)
+        self._flush(block=True)
+        return future
+
+    @staticmethod
+    def _initial_delay(timeout: float | None, max_total: float | None) -> float | None:
+        if timeout is None:
+            return max_total
+        if max_total is None:
+            return timeout
+        return min(timeout, max_total)
+
+    def call(self, method: str, params: dict[str, Any] | None = None, **options: Any) -> Any:
+        """Send a request and block for its result (see :meth:`submit` and
+        :meth:`PendingCall.result`). ``KeyboardInterrupt`` cancels it on the wire."""
+        return self.submit(method, params, **options).result()
+
+    def notify(self, method: str, params: dict[str, Any] | None = None) -> None:
+        """Send a notification. Raises :class:`~mcp_sync.errors.ConnectionClosed` if closed."""
+        if self._core.closed:
+            raise ConnectionClosed("connection is closed")
+        self._outbox.append(encode(Notification(method, params)))
+        self._flush(block=True)
+
+    def _cancel_outbound(
+        self, request: OutboundRequest, reason: str | None, exception: BaseException | None = None
+    ) -> None:
+        with self._lock:
+            actions = self._core.cancel_outbound(request, reason, exception)
+            self._queue_sends(actions)
+        if actions:
+            self._flush(block=False)  # never block a canceller behind a slow write
+            self._perform(actions)
+
+    # -- inbound side, for handlers ---------------------------------------------------------
+    def report_progress(
+        self,
+        request: InboundRequest,
+        progress: float,
+        total: float | None = None,
+        message: str | None = None,
+    ) -> bool:
+        """Send ``notifications/progress`` for an inbound request that asked for it.
+
+        Returns False (and sends nothing) when the request has no ``progressToken`` or is
+        no longer running: progress stops when the request ends.
+        """
+        params: dict[str, Any] = {"progressToken": request.progress_token, "progress": progress}
+        if total is not None:
+            params["total"] = total
+        if message is not None:
+            params["message"] = message
+        data = encode(Notification(PROGRESS_METHOD, params))
+        with self._lock:
+            if not self._core.may_report_progress(request):
+                return False
+            self._outbox.append(data)
+        self._flush(block=True)
+        return True
+
+    def run_callback(self, fn: Callable[..., Any], *args: Any) -> None:
+        """Run ``fn(*args)`` on the worker pool, after earlier callbacks, never on the reader."""
+        self._callbacks.submit(fn, *args)
+
+    # -- reading ----------------------------------------------------------------------------
+    def _read_loop(self) -> None:
+        reason: BaseException = ConnectionClosed("the peer closed the connection")
+        try:
+            while True:
+                line = self._transport.read_line()
+                if line is None:
+                    break
+                if not line.strip():
+                    continue
+                try:
+                    self.receive_line(line)
+                except Exception:  # survive any single bad message
+                    _log.exception("%s: failed to process a message", self.name)
+        except Exception as exc:
+            reason = ConnectionClosed(f"transport failed: {exc}")
+            reason.__cause__ = exc
+        finally:
+            self._connection_lost(reason)
+
+    def receive_line(self, line: bytes | str) -> None:
+        """Process one line from the peer (the reader thread calls this)."""
+        message = decode(line)
+        inline = None
+        if self._inline and isinstance(message, Request):
+            inline = self._inline.get(message.method)
+        with self._lock:
+            actions = self._core.receive(message)
+            self._queue_sends(actions)
+        self._flush(block=True)
+        self._perform(actions, inline)
+
+    def _perform(self, actions: Iterable[Action], inline: Callable[[InboundRequest], Any] | None = None) -> None:
+        for action in actions:
+            if isinstance(action, Settle):
+                future = action.request.context
+                if isinstance(future, PendingCall):
+                    future._settle(action)
+            elif isinstance(action, Dispatch):
+                if inline is not None:
+                    self._run_inbound(action.request, inline)
+                    continue
+                try:
+                    self._pool.submit(self._run_inbound, action.request, self._request_handler)
+                except RuntimeError:  # shutting down: the request was cancelled by close()
+                    pass
+            elif isinstance(action, CancelInbound):
+                action.request.token.cancel(action.reason or "cancelled by the peer")
+            elif isinstance(action, Progress):
+                self._on_progress(action)
+            elif isinstance(action, Deliver):
+                if self._notification_handler is not None:
+                    self._callbacks.submit(self._notification_handler, action.notification)
+            elif isinstance(action, Dropped):
+                self.dropped[action.detail] += 1
+                _log.debug("%s: dropped (%s): %r", self.name, action.detail, action.message)
+
+    def _on_progress(self, action: Progress) -> None:
+        future = action.request.context
+        if not isinstance(future, PendingCall):
+            return
+        if future._reset_on_progress and future._timeout is not None:
+            with self._lock:
+                if future._deadline is not None and not future.done():
+                    delay = future._timeout
+                    if future._hard_end is not None:
+                        delay = min(delay, future._hard_end - time.monotonic())
+                    old = future._deadline
+                    future._deadline = deadlines.schedule(delay, future._on_deadline)
+                    old.cancel()
+        if future._on_progress is not None:
+            params = action.params
+            progress = params.get("progress")
+            if isinstance(progress, (int, float)) and not isinstance(progress, bool):
+                total = params.get("total")
+                message = params.get("message")
+                self._callbacks.submit(
+                    future._on_progress,
+                    progress,
+                    total if isinstance(total, (int, float)) and not isinstance(total, bool) else None,
+                    message if isinstance(message, str) else None,
+                )
+
+    def _run_inbound(self, request: InboundRequest, handler: RequestHandler | None) -> None:
+        with self._lock:
+            if not self._core.start(request):
+                return  # cancelled while queued: never starts
+        reply: bytes
+        try:
+            if handler is None:
+                raise McpError(-32601, f"Method not found: {request.method}")
+            result = handler(request)
+            reply = encode(Response(request.id, result if result is not None else {}))
+        except McpError as exc:
+            reply = encode(ErrorResponse(request.id, exc.code, exc.message, exc.data))
+        except Cancelled as exc:
+            reply = encode(ErrorResponse(request.id, INTERNAL_ERROR, f"request was cancelled: {exc}"))
+        except Exception as exc:
+            _log.debug("%s: handler for %s failed", self.name, request.method, exc_info=True)
+            reply = encode(ErrorResponse(request.id, INTERNAL_ERROR, str(exc) or type(exc).__name__))
+        with self._lock:
+            sent = self._core.complete(request, reply)
+            self._queue_sends(sent)
+        if sent:
+            self._flush(block=True)
+
+    # -- writing ----------------------------------------------------------------------------
+    def _queue_sends(self, actions: list[Action]) -> None:
+        """Append every Send to the outbox, in order. Called with the registry lock held."""
+        for action in actions:
+            if isinstance(action, Send):
+                message = action.message
+                self._outbox.append(message if isinstance(message, bytes) else encode(message))
+
+    def _flush(self, block: bool) -> None:
+        """Write the outbox. With ``block=False`` return at once if another thread is writing
+        (that thread, or the next writer, writes what is queued)."""
+        if block:
+            self._write_lock.acquire()
+        elif not self._write_lock.acquire(blocking=False):
+            return
+        failure: BaseException | None = None
+        while True:
+            try:
+                while self._outbox:
+                    data = self._outbox.popleft()
+                    if failure is None:
+                        try:
+                            self._transport.write(data)
+                        except (OSError, ValueError) as exc:
+                            failure = exc
+            finally:
+                self._write_lock.release()
+            # a message queued while we released must not be stranded
+            if not self._outbox or not self._write_lock.acquire(blocking=False):
+                break
+        if failure is not None:
+            lost = ConnectionClosed(f"write failed: {failure}")
+            lost.__cause__ = failure
+            self._connection_lost(lost)
+
+    def _connection_lost(self, exception: BaseException) -> None:
+        with self._lock:
+            actions = self._core.connection_lost(exception)
+        self._perform(actions)
+        with self._close_lock:
+            if self._closed.is_set():
+                return
+            self._closed.set()
+            callbacks, self._close_callbacks = self._close_callbacks, []
+        for callback in callbacks:
+            try:
+                callback()
+            except Exception:
+                _log.exception("close callback failed")
+        if threading.current_thread() is self._reader:
+            self._transport.close()
+
+    # -- diagnostics ------------------------------------------------------------------------
+    def in_flight(self) -> tuple[int, int]:
+        """Counts of in-flight (inbound, outbound) requests."""
+        with self._lock:
+            return self._core.in_flight()
+

@@ -1,0 +1,125 @@
+"""The transport interface and a line reader for file descriptors.
+
+A transport moves whole lines (one JSON-RPC message each) in both directions:
+
+* :meth:`Transport.read_line` blocks until a line arrives and returns it without its newline,
+  or returns ``None`` at end of stream (or after :meth:`Transport.close`);
+* :meth:`Transport.write` writes one encoded line (newline included); it may block;
+* :meth:`Transport.close` ends the connection and wakes a blocked :meth:`read_line`.
+"""
+
+from __future__ import annotations
+
+import os
+import selectors
+import threading
+from collections import deque
+from typing import Protocol, runtime_checkable
+
+__all__ = ["Transport", "FdLineReader", "MAX_LINE_BYTES"]
+
+MAX_LINE_BYTES = 64 * 1024 * 1024
+"""A line longer than this is discarded (and reported as an empty line)."""
+
+
+@runtime_checkable
+class Transport(Protocol):
+    """What an :class:`~mcp_sync.endpoint.Endpoint` needs from a connection."""
+
+    def read_line(self) -> bytes | None:
+        """Next line without its newline; ``None`` at end of stream or after close."""
+        ...
+
+    def write(self, data: bytes) -> None:
+        """Write one encoded line. Raises ``OSError``/``ValueError`` if the connection broke."""
+        ...
+
+    def close(self) -> None:
+        """End the connection; wakes a blocked :meth:`read_line`. Idempotent."""
+        ...
+
+
+class FdLineReader:
+    """Reads newline-delimited lines from a file descriptor, interruptibly.
+
+    :meth:`wake` makes a blocked :meth:`read_line` return ``None`` (a self-pipe watched
+    together with the descriptor), so a reader thread can always be stopped and joined.
+    """
+
+    def __init__(self, fd: int, chunk_size: int = 1 << 16) -> None:
+        self._fd = fd
+        self._chunk = chunk_size
+        self._buf = b""
+        self._lines: deque[bytes] = deque()
+        self._eof = False
+        self._woken = False
+        self._wake_r, self._wake_w = os.pipe()
+        self._selector = selectors.DefaultSelector()
+        self._selector.register(fd, selectors.EVENT_READ)
+        self._selector.register(self._wake_r, selectors.EVENT_READ)
+        self._lock = threading.Lock()
+        self._released = False
+
+    def read_line(self) -> bytes | None:
+        """Return the next line (``\\r\\n`` or ``\\n`` stripped), or ``None`` at the end."""
+        while True:
+            if self._lines:
+                return self._lines.popleft()
+            if self._eof or self._woken:
+                self.release()
+                return None
+            ready = self._selector.select()
+            for key, _ in ready:
+                if key.fd == self._wake_r:
+                    self._woken = True
+            if self._woken:
+                self.release()
+                return None
+            try:
+                chunk = os.read(self._fd, self._chunk)
+            except (BlockingIOError, InterruptedError):
+                continue
+            except OSError:
+                chunk = b""
+            if not chunk:
+                self._eof = True
+                if self._buf:
+                    tail, self._buf = self._buf, b""
+                    self._lines.append(tail.rstrip(b"\r"))
+                continue
+            data = self._buf + chunk if self._buf else chunk
+            parts = data.split(b"\n")
+            self._buf = parts.pop()
+            if len(self._buf) > MAX_LINE_BYTES:
+                self._buf = b""
+                parts.append(b"")
+            for part in parts:
+                self._lines.append(part[:-1] if part.endswith(b"\r") else part)
+
+    def wake(self) -> None:
+        """Make a blocked or future :meth:`read_line` return ``None``."""
+        with self._lock:
+            if self._released:
+                return
+            try:
+                os.write(self._wake_w, b"x")
+            except OSError:
+                pass
+
+    def release(self) -> None:
+        """Close the self-pipe and selector. Called by :meth:`read_line` when it returns
+        ``None``; later reads return ``None`` at once and :meth:`wake` does nothing."""
+        with self._lock:
+            if self._released:
+                return
+            self._released = True
+            self._woken = True
+            self._selector.close()
+            os.close(self._wake_r)
+            os.close(self._wake_w)
+
+    def __del__(self) -> None:
+        try:
+            self.release()
+        except Exception:
+            pass

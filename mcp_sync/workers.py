@@ -1,0 +1,123 @@
+"""A small bounded worker pool and an ordered callback runner on top of it.
+
+The pool starts threads on demand up to ``max_workers`` and never more; it can be shut down
+with a bounded join (a handler that ignores its cancellation cannot hang ``close()``).
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+import time
+from collections import deque
+from typing import Any, Callable
+
+__all__ = ["WorkerPool", "SerialRunner"]
+
+_log = logging.getLogger("mcp_sync.workers")
+
+
+class WorkerPool:
+    """A bounded pool of daemon threads fed from one queue."""
+
+    def __init__(self, max_workers: int, name: str) -> None:
+        if max_workers < 1:
+            raise ValueError("max_workers must be at least 1")
+        self.max_workers = max_workers
+        self._name = name
+        self._queue: queue.SimpleQueue[tuple[Callable[..., Any], tuple[Any, ...]] | None] = (
+            queue.SimpleQueue()
+        )
+        self._idle = threading.Semaphore(0)
+        self._lock = threading.Lock()
+        self._threads: list[threading.Thread] = []
+        self._shutdown = False
+
+    def submit(self, fn: Callable[..., Any], *args: Any) -> None:
+        """Queue ``fn(*args)``; raises RuntimeError after :meth:`shutdown`."""
+        with self._lock:
+            if self._shutdown:
+                raise RuntimeError("worker pool is shut down")
+            self._queue.put((fn, args))
+            if self._idle.acquire(blocking=False):
+                return
+            if len(self._threads) < self.max_workers:
+                thread = threading.Thread(
+                    target=self._work,
+                    name=f"{self._name}-worker-{len(self._threads) + 1}",
+                    daemon=True,
+                )
+                self._threads.append(thread)
+                thread.start()
+
+    def _work(self) -> None:
+        while True:
+            item = self._queue.get()
+            if item is None:
+                return
+            fn, args = item
+            try:
+                fn(*args)
+            except BaseException:  # never let one task kill a worker
+                _log.exception("worker task %r failed", fn)
+            del item, fn, args
+            self._idle.release()
+
+    def shutdown(self, timeout: float | None = None) -> list[threading.Thread]:
+        """Stop accepting work, let queued work finish, join the threads.
+
+        Returns the threads still alive after ``timeout`` seconds (empty when all joined).
+        """
+        with self._lock:
+            if not self._shutdown:
+                self._shutdown = True
+                for _ in self._threads:
+                    self._queue.put(None)
+            threads = list(self._threads)
+        end = None if timeout is None else time.monotonic() + timeout
+        for thread in threads:
+            if thread is threading.current_thread():
+                continue
+            thread.join(None if end is None else max(0.0, end - time.monotonic()))
+        return [t for t in threads if t.is_alive() and t is not threading.current_thread()]
+
+
+class SerialRunner:
+    """Runs callbacks one at a time, in submission order, on a :class:`WorkerPool`.
+
+    Used for user callbacks (progress, notifications) so that they never run on the reader
+    thread and are still delivered in the order the messages arrived.
+    """
+
+    def __init__(self, pool: WorkerPool) -> None:
+        self._pool = pool
+        self._lock = threading.Lock()
+        self._items: deque[tuple[Callable[..., Any], tuple[Any, ...]]] = deque()
+        self._running = False
+
+    def submit(self, fn: Callable[..., Any], *args: Any) -> None:
+        """Queue ``fn(*args)`` behind every earlier submission."""
+        with self._lock:
+            self._items.append((fn, args))
+            if self._running:
+                return
+            self._running = True
+        try:
+            self._pool.submit(self._drain)
+        except RuntimeError:
+            with self._lock:
+                self._running = False
+                self._items.clear()
+
+    def _drain(self) -> None:
+        while True:
+            with self._lock:
+                if not self._items:
+                    self._running = False
+                    return
+                fn, args = self._items.popleft()
+            try:
+                fn(*args)
+            except Exception:
+                _log.exception("callback %r failed", fn)

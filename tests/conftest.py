@@ -1,0 +1,38 @@
+"""Suite-wide fixtures: every test must leave no thread behind."""
+
+from __future__ import annotations
+
+import sys
+import threading
+import time
+
+import pytest
+
+
+def _wait_for_threads(before: set[threading.Thread], limit: float) -> list[threading.Thread]:
+    end = time.monotonic() + limit
+    while True:
+        extra = [t for t in threading.enumerate() if t not in before and t.is_alive()]
+        if not extra or time.monotonic() >= end:
+            return extra
+        extra[0].join(max(0.0, min(0.05, end - time.monotonic())))
+
+
+@pytest.fixture(autouse=True)
+def no_thread_leaks():
+    """Fail a test that leaves a new thread running (after a bounded moment to finish)."""
+    before = set(threading.enumerate())
+    yield
+    leaked = _wait_for_threads(before, 5.0)
+    assert not leaked, f"threads left behind: {[t.name for t in leaked]}"
+
+
+@pytest.fixture
+def fast_switching():
+    """Force very frequent thread switches to shake out races."""
+    old = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    try:
+        yield
+    finally:
+        sys.setswitchinterval(old)
