@@ -1,0 +1,35 @@
+"""mcp_sync: a synchronous, thread-based Model Context Protocol library.
+
+Blocking code can issue, cancel and serve MCP requests from plain threads, without asyncio.
+"""
+
+from .cancel import CancelToken, Cancelled
+from .client import Client
+from .context import Context
+from .endpoint import Endpoint, PendingCall
+from .errors import CapabilityError, ConnectionClosed, McpError, RequestTimeout
+from .server import Server, ServerHandle, ServerSession
+from .transports import MemoryTransport, StdioTransport, SubprocessTransport, memory_pair
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "CancelToken",
+    "Cancelled",
+    "CapabilityError",
+    "Client",
+    "ConnectionClosed",
+    "Context",
+    "Endpoint",
+    "McpError",
+    "MemoryTransport",
+    "PendingCall",
+    "RequestTimeout",
+    "Server",
+    "ServerHandle",
+    "ServerSession",
+    "StdioTransport",
+    "SubprocessTransport",
+    "memory_pair",
+    "__version__",
+]

@@ -410,6 +410,24 @@ class Endpoint:
         self._flush(block=True)
         return True
 
+    def respond(self, request: InboundRequest, result: Any = None, *, error: McpError | None = None) -> bool:
+        """Answer an inbound request now, from any thread (for example when a server-side
+        deadline expires while the handler still runs).
+
+        Returns False if the request was already answered or cancelled; the handler's own
+        answer, when it comes, is then discarded.
+        """
+        if error is not None:
+            reply = encode(ErrorResponse(request.id, error.code, error.message, error.data))
+        else:
+            reply = encode(Response(request.id, result if result is not None else {}))
+        with self._lock:
+            sent = self._core.complete(request, reply)
+            self._queue_sends(sent)
+        if sent:
+            self._flush(block=False)
+        return bool(sent)
+
     def run_callback(self, fn: Callable[..., Any], *args: Any) -> None:
         """Run ``fn(*args)`` on the worker pool, after earlier callbacks, never on the reader."""
         self._callbacks.submit(fn, *args)

@@ -1,0 +1,348 @@
+"""The MCP client: blocking, typed calls that can be timed out and cancelled from any thread.
+
+Example::
+
+    from mcp_sync import Client
+
+    with Client.stdio(["python", "server.py"]) as client:
+        print([tool.name for tool in client.list_tools()])
+        result = client.call_tool("slow", {"seconds": 10}, timeout=2)   # raises RequestTimeout
+
+One client may be shared by many threads. Every call takes ``timeout=`` (the call is then
+cancelled on the wire and :class:`~mcp_sync.errors.RequestTimeout` raised) and
+``cancel_token=`` (cancelling it cancels the call: :class:`~mcp_sync.cancel.Cancelled`).
+Ctrl-C during a call cancels it on the wire, then propagates.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from typing import Any, Callable, Mapping, Sequence, Union
+
+import mcp_types
+from pydantic import BaseModel
+
+from .cancel import CancelToken
+from .context import Context
+from .endpoint import Endpoint, PendingCall, ProgressCallback
+from .errors import CapabilityError, ConnectionClosed, McpError
+from .jsonrpc import METHOD_NOT_FOUND, Notification
+from .protocol import InboundRequest
+from .session import LATEST_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS, Session
+from .transports.base import Transport
+from .transports.subprocess import StderrMode, SubprocessTransport
+
+__all__ = ["Client", "RequestHandlerFn"]
+
+_log = logging.getLogger("mcp_sync.client")
+
+RequestHandlerFn = Callable[[dict[str, Any], Context], Any]
+"""A handler for a server-to-client request: ``handler(params, ctx) -> result``."""
+
+Roots = Union[Sequence[Union[str, Mapping[str, Any]]], Callable[[], Sequence[Union[str, Mapping[str, Any]]]]]
+
+
+def _version() -> str:
+    from . import __version__
+
+    return __version__
+
+
+def _dump(value: Any) -> Any:
+    if isinstance(value, BaseModel):
+        dumped = value.model_dump(mode="json", by_alias=True, exclude_none=True)
+        dumped.pop("resultType", None)
+        return dumped
+    return value
+
+
+def _root(value: str | Mapping[str, Any]) -> dict[str, Any]:
+    if isinstance(value, str):
+        uri = value if "://" in value else "file://" + os.path.abspath(value)
+        return {"uri": uri}
+    return dict(value)
+
+
+class Client(Session):
+    """A connection to an MCP server.
+
+    Use :meth:`stdio` or :meth:`connect` to get one that is connected and initialized.
+
+    Args:
+        transport: the connection to the server.
+        name: ``clientInfo.name``; ``version``: ``clientInfo.version``.
+        roots: a list of roots (paths or ``{"uri", "name"}`` dicts), or a callable returning
+            one; declares the ``roots`` capability.
+        sampling_handler: ``handler(params, ctx) -> CreateMessageResult`` for
+            ``sampling/createMessage``; declares ``sampling``.
+        elicitation_handler: ``handler(params, ctx) -> ElicitResult`` for
+            ``elicitation/create``; declares ``elicitation`` (form and URL modes).
+        on_log: called with the params of each ``notifications/message``.
+        on_notification: called with ``(method, params)`` for every notification from the
+            server (list changes, resource updates, log messages, ...).
+        max_workers: threads for server-to-client requests and callbacks.
+        default_timeout: ``timeout=`` for calls that give none (``None``: wait for ever).
+        protocol_version: the version to ask for.
+
+    Handlers for server-to-client requests run on the client's worker pool with a
+    :class:`~mcp_sync.context.Context`: the server can cancel them, their token fires,
+    and no response is sent.
+    """
+
+    def __init__(
+        self,
+        transport: Transport,
+        *,
+        name: str = "mcp_sync",
+        version: str | None = None,
+        roots: Roots | None = None,
+        sampling_handler: RequestHandlerFn | None = None,
+        elicitation_handler: RequestHandlerFn | None = None,
+        on_log: Callable[[dict[str, Any]], Any] | None = None,
+        on_notification: Callable[[str, dict[str, Any]], Any] | None = None,
+        max_workers: int = 4,
+        default_timeout: float | None = None,
+        protocol_version: str = LATEST_PROTOCOL_VERSION,
+    ) -> None:
+        endpoint = Endpoint(
+            transport,
+            request_handler=self._handle_request,
+            notification_handler=self._handle_notification,
+            max_workers=max_workers,
+            inline_handlers={"ping": lambda _request: {}},
+            name="mcp_sync-client",
+        )
+        super().__init__(endpoint)
+        self.transport = transport
+        self.client_info = {"name": name, "version": version or _version()}
+        self._roots = roots
+        self.sampling_handler = sampling_handler
+        self.elicitation_handler = elicitation_handler
+        self.on_log = on_log
+        self.on_notification = on_notification
+        self.default_timeout = default_timeout
+        self.requested_version = protocol_version
+        self.server_instructions: str | None = None
+
+    # -- construction -------------------------------------------------------------------------
+    @classmethod
+    def connect(cls, transport: Transport, *, init_timeout: float | None = 30.0, **options: Any) -> Client:
+        """Start a client on ``transport`` and run the ``initialize`` handshake."""
+        client = cls(transport, **options)
+        client.endpoint.start()
+        try:
+            client.initialize(timeout=init_timeout)
+        except BaseException:
+            client.close()
+            raise
+        return client
+
+    @classmethod
+    def stdio(
+        cls,
+        command: Sequence[str],
+        env: Mapping[str, str] | None = None,
+        cwd: str | os.PathLike[str] | None = None,
+        *,
+        stderr: StderrMode = "inherit",
+        close_grace: float = 2.0,
+        terminate_grace: float = 2.0,
+        **options: Any,
+    ) -> Client:
+        """Spawn a server process and connect to it over its stdin/stdout.
+
+        On close: stdin is closed, then SIGTERM, then SIGKILL after the grace periods.
+        """
+        transport = SubprocessTransport(
+            command,
+            env=env,
+            cwd=cwd,
+            stderr=stderr,
+            close_grace=close_grace,
+            terminate_grace=terminate_grace,
+        )
+        return cls.connect(transport, **options)
+
+    def __enter__(self) -> Client:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self, grace: float = 5.0) -> None:
+        """Fail pending calls with ConnectionClosed, close the transport, join threads."""
+        self.endpoint.close(grace)
+
+    # -- lifecycle ----------------------------------------------------------------------------
+    def capabilities(self) -> dict[str, Any]:
+        """The capabilities this client declares."""
+        caps: dict[str, Any] = {}
+        if self._roots is not None:
+            caps["roots"] = {"listChanged": True}
+        if self.sampling_handler is not None:
+            caps["sampling"] = {}
+        if self.elicitation_handler is not None:
+            caps["elicitation"] = {"form": {}, "url": {}}
+        return caps
+
+    def initialize(self, *, timeout: float | None = 30.0) -> mcp_types.InitializeResult:
+        """Run the handshake (done for you by :meth:`connect` and :meth:`stdio`).
+
+        ``initialize`` is never cancelled on the wire: a timeout only stops waiting.
+        """
+        params = {
+            "protocolVersion": self.requested_version,
+            "capabilities": self.capabilities(),
+            "clientInfo": self.client_info,
+        }
+        result = self.endpoint.submit("initialize", params, timeout=timeout).result()
+        version = result.get("protocolVersion") if isinstance(result, dict) else None
+        if version not in SUPPORTED_PROTOCOL_VERSIONS:
+            raise ConnectionClosed(f"the server answered protocol version {version!r}, which mcp_sync does not speak")
+        self.protocol_version = version
+        caps = result.get("capabilities")
+        self.peer_capabilities = caps if isinstance(caps, dict) else {}
+        info = result.get("serverInfo")
+        self.peer_info = info if isinstance(info, dict) else {}
+        self.server_instructions = result.get("instructions")
+        self.endpoint.notify("notifications/initialized")
+        self._initialized.set()
+        return mcp_types.InitializeResult.model_validate(result)
+
+    @property
+    def server_info(self) -> dict[str, Any]:
+        """The server's ``serverInfo``."""
+        return self.peer_info
+
+    @property
+    def server_capabilities(self) -> dict[str, Any]:
+        """The server's declared capabilities."""
+        return self.peer_capabilities
+
+    # -- generic calls ------------------------------------------------------------------------
+    def submit(
+        self,
+        method: str,
+        params: dict[str, Any] | None = None,
+        *,
+        timeout: float | None = None,
+        cancel_token: CancelToken | None = None,
+        on_progress: ProgressCallback | None = None,
+        reset_timeout_on_progress: bool = False,
+        max_total_timeout: float | None = None,
+    ) -> PendingCall:
+        """Send any request; returns a :class:`~mcp_sync.endpoint.PendingCall` (a
+        :class:`concurrent.futures.Future` of the raw result dict) at once."""
+        if not self.initialized and method not in ("initialize", "ping"):
+            raise RuntimeError("the client is not initialized; use Client.connect() or Client.stdio()")
+        return self.send_request(
+            method,
+            params,
+            timeout=self.default_timeout if timeout is None else timeout,
+            cancel_token=cancel_token,
+            on_progress=on_progress,
+            reset_timeout_on_progress=reset_timeout_on_progress,
+            max_total_timeout=max_total_timeout,
+        )
+
+    def request(self, method: str, params: dict[str, Any] | None = None, **options: Any) -> Any:
+        """Send any request and block for its raw result (see :meth:`submit`)."""
+        return self.submit(method, params, **options).result()
+
+    def ping(self, *, timeout: float | None = None, cancel_token: CancelToken | None = None) -> None:
+        """Ping the server and wait for the answer."""
+        self.submit("ping", None, timeout=timeout, cancel_token=cancel_token).result()
+
+    def _require(self, capability: str, what: str) -> None:
+        if not self.peer_supports(capability):
+            raise CapabilityError(f"{what}: the server did not declare the {capability!r} capability")
+
+    # -- tools --------------------------------------------------------------------------------
+    def list_tools_page(self, cursor: str | None = None, *, timeout: float | None = None, cancel_token: CancelToken | None = None) -> mcp_types.ListToolsResult:
+        """One page of ``tools/list`` (pass the previous page's ``next_cursor``)."""
+        self._require("tools", "tools/list")
+        params = {"cursor": cursor} if cursor is not None else None
+        result = self.submit("tools/list", params, timeout=timeout, cancel_token=cancel_token).result()
+        return mcp_types.ListToolsResult.model_validate(result)
+
+    def list_tools(self, *, timeout: float | None = None, cancel_token: CancelToken | None = None) -> list[mcp_types.Tool]:
+        """Every tool, following ``nextCursor`` through all pages."""
+        tools: list[mcp_types.Tool] = []
+        cursor: str | None = None
+        while True:
+            page = self.list_tools_page(cursor, timeout=timeout, cancel_token=cancel_token)
+            tools.extend(page.tools)
+            cursor = page.next_cursor
+            if not cursor:
+                return tools
+
+    def call_tool(
+        self,
+        name: str,
+        arguments: Mapping[str, Any] | None = None,
+        *,
+        timeout: float | None = None,
+        cancel_token: CancelToken | None = None,
+        on_progress: ProgressCallback | None = None,
+        reset_timeout_on_progress: bool = False,
+        max_total_timeout: float | None = None,
+    ) -> mcp_types.CallToolResult:
+        """Call a tool and block for its result.
+
+        A tool that fails returns a result with ``is_error=True``; an unknown tool or bad
+        arguments raise :class:`~mcp_sync.errors.McpError` (-32602).
+        """
+        return mcp_types.CallToolResult.model_validate(
+            self.call_tool_future(
+                name,
+                arguments,
+                timeout=timeout,
+                cancel_token=cancel_token,
+                on_progress=on_progress,
+                reset_timeout_on_progress=reset_timeout_on_progress,
+                max_total_timeout=max_total_timeout,
+            ).result()
+        )
+
+    def call_tool_future(self, name: str, arguments: Mapping[str, Any] | None = None, **options: Any) -> PendingCall:
+        """Start a tool call and return its :class:`~mcp_sync.endpoint.PendingCall` (raw
+        result dict) at once; ``cancel()`` it from any thread."""
+        self._require("tools", "tools/call")
+        params: dict[str, Any] = {"name": name}
+        if arguments is not None:
+            params["arguments"] = dict(arguments)
+        return self.submit("tools/call", params, **options)
+
+    # -- server-to-client requests --------------------------------------------------------------
+    def _handle_request(self, request: InboundRequest) -> Any:
+        method = request.method
+        ctx = Context(self, request, request.token)
+        if method == "roots/list":
+            if self._roots is None:
+                raise McpError(METHOD_NOT_FOUND, "this client does not offer roots")
+            roots = self._roots() if callable(self._roots) else self._roots
+            return {"roots": [_root(r) for r in roots]}
+        if method == "sampling/createMessage":
+            if self.sampling_handler is None:
+                raise McpError(METHOD_NOT_FOUND, "this client does not offer sampling")
+            return _dump(self.sampling_handler(request.params, ctx))
+        if method == "elicitation/create":
+            if self.elicitation_handler is None:
+                raise McpError(METHOD_NOT_FOUND, "this client does not offer elicitation")
+            return _dump(self.elicitation_handler(request.params, ctx))
+        raise McpError(METHOD_NOT_FOUND, f"Method not found: {method}")
+
+    def set_roots(self, roots: Roots) -> None:
+        """Replace the roots and send ``notifications/roots/list_changed``."""
+        self._roots = roots
+        if self.initialized and not self.closed:
+            self.send_notification("notifications/roots/list_changed")
+
+    def _handle_notification(self, notification: Notification) -> None:
+        params = notification.params or {}
+        if notification.method == "notifications/message" and self.on_log is not None:
+            self.on_log(params)
+        if self.on_notification is not None:
+            self.on_notification(notification.method, params)
+

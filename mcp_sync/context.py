@@ -1,0 +1,131 @@
+"""The :class:`Context` handed to request handlers, on either side of a connection.
+
+A handler asks for it by annotation (``def tool(x: int, ctx: Context)``). It carries the
+request's cancellation token, progress and logging helpers, and :attr:`Context.session`, a
+view of the connection whose requests are cancelled automatically when the handler's own
+request is.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from typing import TYPE_CHECKING, Any, Callable
+
+from .cancel import CancelToken
+from .jsonrpc import RequestId
+from .protocol import InboundRequest
+from .session import LOG_LEVELS
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .session import Session
+
+__all__ = ["Context"]
+
+_log = logging.getLogger("mcp_sync.context")
+
+
+class Context:
+    """What a handler knows about the request it serves.
+
+    Attributes:
+        request_id: the JSON-RPC id of the request (its JSON type kept).
+        method: the request's method, e.g. ``"tools/call"``.
+        cancel_token: fires when the request is cancelled by the peer, when a server-side
+            ``timeout=`` expires, or when the connection closes.
+    """
+
+    def __init__(self, session: Session, request: InboundRequest, token: CancelToken) -> None:
+        self._session = session
+        self._request = request
+        self.cancel_token = token
+        self.request_id: RequestId = request.id
+        self.method = request.method
+        self._progress_lock = threading.Lock()
+        self._last_progress: float | None = None
+
+    # -- cancellation ---------------------------------------------------------------------------
+    @property
+    def cancelled(self) -> bool:
+        """True once the request is cancelled (the caller will get no answer from us)."""
+        return self.cancel_token.cancelled
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Sleep up to ``timeout`` seconds, waking at once on cancellation; returns
+        :attr:`cancelled` (``threading.Event.wait`` style)."""
+        return self.cancel_token.wait(timeout)
+
+    def raise_if_cancelled(self) -> None:
+        """Raise :class:`~mcp_sync.cancel.Cancelled` if the request is cancelled."""
+        self.cancel_token.raise_if_cancelled()
+
+    def on_cancel(self, callback: Callable[[], Any]) -> None:
+        """Run ``callback()`` when the request is cancelled (at once if it already is).
+
+        The callback runs on a worker thread, never on the connection's reader thread.
+        """
+        endpoint = self._session.endpoint
+
+        def fire(_token: CancelToken) -> None:
+            endpoint.run_callback(callback)
+
+        if self.cancel_token.cancelled:
+            callback()
+        else:
+            self.cancel_token.add_callback(fire)
+
+    # -- progress and logging --------------------------------------------------------------------
+    @property
+    def progress_token(self) -> str | int | None:
+        """The caller's ``progressToken``, or ``None`` if it did not ask for progress."""
+        return self._request.progress_token
+
+    def report_progress(self, progress: float, total: float | None = None, message: str | None = None) -> bool:
+        """Send ``notifications/progress`` if the caller asked for progress.
+
+        ``progress`` must increase with every call (a ``ValueError`` otherwise). Returns False
+        when nothing was sent: no ``progressToken``, or the request has ended.
+        """
+        with self._progress_lock:
+            if self._last_progress is not None and progress <= self._last_progress:
+                raise ValueError(f"progress must increase: {progress} after {self._last_progress}")
+            self._last_progress = progress
+        return self._session.endpoint.report_progress(self._request, progress, total, message)
+
+    def log(self, level: str, data: Any, logger: str | None = None) -> bool:
+        """Send ``notifications/message`` at ``level`` (an MCP log level such as ``"info"``).
+
+        Returns False when the level is below the one the peer asked for.
+        """
+        if level not in LOG_LEVELS:
+            raise ValueError(f"unknown log level {level!r}; use one of {LOG_LEVELS}")
+        send_log = getattr(self._session, "send_log", None)
+        if send_log is None:
+            raise RuntimeError("this side of the connection cannot send log messages")
+        return bool(send_log(level, data, logger))
+
+    def debug(self, data: Any) -> bool:
+        """Shorthand for ``log("debug", data)``."""
+        return self.log("debug", data)
+
+    def info(self, data: Any) -> bool:
+        """Shorthand for ``log("info", data)``."""
+        return self.log("info", data)
+
+    def warning(self, data: Any) -> bool:
+        """Shorthand for ``log("warning", data)``."""
+        return self.log("warning", data)
+
+    def error(self, data: Any) -> bool:
+        """Shorthand for ``log("error", data)``."""
+        return self.log("error", data)
+
+    # -- nested requests -------------------------------------------------------------------------
+    @property
+    def session(self) -> Any:
+        """The connection, scoped to this request: requests made through it (for example
+        ``ctx.session.list_roots()``) are cancelled on the wire when this request is."""
+        scoped = getattr(self._session, "scoped", None)
+        if scoped is None:
+            return self._session
+        return scoped(self.cancel_token)

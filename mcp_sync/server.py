@@ -1,0 +1,549 @@
+"""The MCP server: register handlers with decorators, serve them over any transport.
+
+Example::
+
+    from mcp_sync import Server, Context
+
+    server = Server("demo", version="1.0.0")
+
+    @server.tool(timeout=30)
+    def slow(seconds: float, ctx: Context) -> str:
+        \"\"\"Work for `seconds`, stopping early when cancelled.\"\"\"
+        if ctx.wait(seconds):
+            return "stopped"
+        return "done"
+
+    if __name__ == "__main__":
+        server.run()
+
+Each connection gets a :class:`ServerSession`. Plain ``def`` handlers run on the session's
+bounded worker pool with a :class:`~mcp_sync.context.Context` injected by annotation.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import logging
+import signal
+import threading
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable, TypeVar
+
+from . import deadlines
+from .cancel import Cancelled, CancelToken
+from .context import Context
+from .endpoint import Endpoint
+from .errors import McpError
+from .handlers import Signature, inspect_handler, json_schema_of
+from .jsonrpc import INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND, Notification
+from .protocol import InboundRequest
+from .session import LOG_LEVELS, Session, negotiate_version
+from .tool_results import output_schema_for, to_call_tool_result, tool_error
+from .transports.base import Transport
+
+__all__ = ["Server", "ServerSession", "ServerHandle", "RegisteredTool", "RequestScope"]
+
+_log = logging.getLogger("mcp_sync.server")
+
+F = TypeVar("F", bound=Callable[..., Any])
+MethodHandler = Callable[["ServerSession", InboundRequest, CancelToken], Any]
+
+
+@dataclass
+class RegisteredTool:
+    """A tool as the server knows it."""
+
+    name: str
+    signature: Signature
+    description: str | None
+    title: str | None = None
+    timeout: float | None = None
+    annotations: dict[str, Any] | None = None
+    output_schema: dict[str, Any] | None = None
+    wrap_output: bool = False
+    meta: dict[str, Any] | None = field(default=None)
+
+    def to_wire(self) -> dict[str, Any]:
+        """The ``Tool`` object listed by ``tools/list``."""
+        tool: dict[str, Any] = {"name": self.name, "inputSchema": self.signature.input_schema()}
+        if self.title:
+            tool["title"] = self.title
+        if self.description:
+            tool["description"] = self.description
+        if self.output_schema is not None:
+            tool["outputSchema"] = self.output_schema
+        if self.annotations:
+            tool["annotations"] = self.annotations
+        if self.meta:
+            tool["_meta"] = self.meta
+        return tool
+
+
+def encode_cursor(offset: int) -> str:
+    """An opaque pagination cursor."""
+    return base64.urlsafe_b64encode(json.dumps({"o": offset}).encode()).decode()
+
+
+def decode_cursor(cursor: Any) -> int:
+    """The offset inside a cursor made by :func:`encode_cursor`; -32602 for a bad one."""
+    if cursor is None:
+        return 0
+    try:
+        offset = json.loads(base64.urlsafe_b64decode(str(cursor).encode()))["o"]
+        if type(offset) is not int or offset < 0:
+            raise ValueError(offset)
+        return offset
+    except Exception:
+        raise McpError(INVALID_PARAMS, "Invalid cursor") from None
+
+
+def paginate(items: list[Any], params: dict[str, Any], page_size: int, key: str) -> dict[str, Any]:
+    """One page of ``items`` for a list request, with ``nextCursor`` when more remain."""
+    offset = decode_cursor(params.get("cursor"))
+    page = items[offset : offset + page_size]
+    result: dict[str, Any] = {key: page}
+    if offset + page_size < len(items):
+        result["nextCursor"] = encode_cursor(offset + page_size)
+    return result
+
+
+class Server:
+    """An MCP server definition: its identity and its handlers.
+
+    Args:
+        name: ``serverInfo.name``.
+        version: ``serverInfo.version``.
+        instructions: optional ``instructions`` for the client.
+        max_workers: size of each connection's handler pool.
+        page_size: items per page of every list.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        version: str = "0.0.0",
+        *,
+        instructions: str | None = None,
+        max_workers: int = 8,
+        page_size: int = 100,
+    ) -> None:
+        self.name = name
+        self.version = version
+        self.instructions = instructions
+        self.max_workers = max_workers
+        self.page_size = page_size
+        self._lock = threading.Lock()
+        self._tools: dict[str, RegisteredTool] = {}
+        self._sessions: set[ServerSession] = set()
+        self._methods: dict[str, MethodHandler] = {}
+        self._extensions: list[Callable[[ServerSession], None]] = []
+
+    # -- registration -------------------------------------------------------------------------
+    def tool(
+        self,
+        name: str | None = None,
+        *,
+        description: str | None = None,
+        title: str | None = None,
+        timeout: float | None = None,
+        annotations: dict[str, Any] | None = None,
+        structured_output: bool | None = None,
+    ) -> Callable[[F], F]:
+        """Register a function as a tool (a decorator).
+
+        The input schema comes from the type hints; descriptions from the docstring and
+        ``Annotated`` metadata. A parameter annotated :class:`~mcp_sync.context.Context` is
+        injected. ``timeout=`` gives the tool a server-side deadline: its token fires after
+        that many seconds and the caller gets a tool error saying it timed out.
+        ``structured_output=False`` suppresses the output schema.
+        """
+
+        def decorator(fn: F) -> F:
+            self.add_tool(
+                fn,
+                name=name,
+                description=description,
+                title=title,
+                timeout=timeout,
+                annotations=annotations,
+                structured_output=structured_output,
+            )
+            return fn
+
+        return decorator
+
+    def add_tool(
+        self,
+        fn: Callable[..., Any],
+        *,
+        name: str | None = None,
+        description: str | None = None,
+        title: str | None = None,
+        timeout: float | None = None,
+        annotations: dict[str, Any] | None = None,
+        structured_output: bool | None = None,
+    ) -> RegisteredTool:
+        """Register ``fn`` as a tool (see :meth:`tool`); notifies connected clients."""
+        tool_name = name or fn.__name__
+        if timeout is not None and timeout <= 0:
+            raise ValueError("timeout must be positive")
+        signature = inspect_handler(fn, tool_name)
+        schema, wrap = (None, False)
+        if structured_output is not False:
+            schema, wrap = output_schema_for(signature.return_annotation, json_schema_of)
+        tool = RegisteredTool(
+            name=tool_name,
+            signature=signature,
+            description=description if description is not None else signature.description,
+            title=title,
+            timeout=timeout,
+            annotations=annotations,
+            output_schema=schema,
+            wrap_output=wrap,
+        )
+        with self._lock:
+            self._tools[tool_name] = tool
+        self.notify_list_changed("tools")
+        return tool
+
+    def remove_tool(self, name: str) -> None:
+        """Unregister a tool; notifies connected clients. KeyError if unknown."""
+        with self._lock:
+            del self._tools[name]
+        self.notify_list_changed("tools")
+
+    def tools(self) -> list[RegisteredTool]:
+        """The registered tools, in registration order."""
+        with self._lock:
+            return list(self._tools.values())
+
+    def add_method(self, method: str, handler: MethodHandler) -> None:
+        """Serve a custom request method: ``handler(session, request, token) -> result``."""
+        self._methods[method] = handler
+
+    # -- capabilities -------------------------------------------------------------------------
+    def capabilities(self) -> dict[str, Any]:
+        """The ``capabilities`` this server declares in ``initialize``."""
+        return {"tools": {"listChanged": True}, "logging": {}}
+
+    # -- connections --------------------------------------------------------------------------
+    def connect(self, transport: Transport, *, max_workers: int | None = None) -> ServerSession:
+        """Serve one connection over ``transport`` (starts its reader thread)."""
+        session = ServerSession(self, transport, max_workers=max_workers or self.max_workers)
+        with self._lock:
+            self._sessions.add(session)
+        session.add_close_callback(lambda: self._forget(session))
+        session.endpoint.start()
+        return session
+
+    def _forget(self, session: ServerSession) -> None:
+        with self._lock:
+            self._sessions.discard(session)
+
+    def sessions(self) -> list[ServerSession]:
+        """The live sessions."""
+        with self._lock:
+            return list(self._sessions)
+
+    def serve_in_thread(self, transport: Transport, *, max_workers: int | None = None) -> ServerHandle:
+        """Serve ``transport`` in the background; returns a handle with ``stop()``.
+
+        For embedding a server in an existing threaded service.
+        """
+        return ServerHandle(self.connect(transport, max_workers=max_workers))
+
+    def run(self, transport: str | Transport = "stdio", *, grace: float = 5.0) -> None:
+        """Serve until the connection ends (stdin EOF), SIGTERM or Ctrl-C.
+
+        Running handlers are cancelled and get ``grace`` seconds to finish.
+        """
+        if isinstance(transport, str):
+            if transport != "stdio":
+                raise ValueError(f"unknown transport {transport!r}")
+            from .transports.stdio import StdioTransport
+
+            transport = StdioTransport()
+        if not logging.getLogger("mcp_sync").handlers and not logging.getLogger().handlers:
+            logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+        stop = threading.Event()
+        previous = None
+        in_main = threading.current_thread() is threading.main_thread()
+        if in_main:
+            previous = signal.signal(signal.SIGTERM, lambda *_: stop.set())
+        session = self.connect(transport)
+        try:
+            while not stop.is_set() and not session.endpoint.wait_closed(0.1):
+                pass
+        except KeyboardInterrupt:
+            pass
+        finally:
+            session.close(grace)
+            if in_main and previous is not None:
+                signal.signal(signal.SIGTERM, previous)
+
+    def notify_list_changed(self, kind: str) -> None:
+        """Send ``notifications/<kind>/list_changed`` to every initialized session."""
+        for session in self.sessions():
+            if session.initialized and not session.closed:
+                try:
+                    session.send_notification(f"notifications/{kind}/list_changed")
+                except Exception:
+                    _log.debug("list_changed not delivered", exc_info=True)
+
+
+class ServerHandle:
+    """A server connection running in the background (see :meth:`Server.serve_in_thread`)."""
+
+    def __init__(self, session: ServerSession) -> None:
+        self.session = session
+
+    def stop(self, grace: float = 5.0) -> None:
+        """Close the connection, cancel running handlers, join the threads."""
+        self.session.close(grace)
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Block until the connection ends; True if it has."""
+        return self.session.endpoint.wait_closed(timeout)
+
+    def __enter__(self) -> ServerHandle:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+class ServerSession(Session):
+    """One client connection to a :class:`Server`."""
+
+    def __init__(self, server: Server, transport: Transport, *, max_workers: int) -> None:
+        endpoint = Endpoint(
+            transport,
+            request_handler=self._handle_request,
+            notification_handler=self._handle_notification,
+            max_workers=max_workers,
+            inline_handlers={"ping": lambda _request: {}},
+            name=f"mcp_sync-server-{server.name}",
+        )
+        super().__init__(endpoint)
+        self.server = server
+        self.log_level: str = "debug"
+        self.client_initialized = threading.Event()
+        self.on_roots_changed: Callable[[], Any] | None = None
+        self._handlers: dict[str, Callable[[InboundRequest, CancelToken], Any]] = {
+            "initialize": self._on_initialize,
+            "tools/list": self._on_list_tools,
+            "tools/call": self._on_call_tool,
+            "logging/setLevel": self._on_set_level,
+        }
+
+    def close(self, grace: float = 5.0) -> None:
+        """Close the connection (cancels running handlers, joins threads)."""
+        self.endpoint.close(grace)
+
+    # -- dispatch -----------------------------------------------------------------------------
+    def _handle_request(self, request: InboundRequest) -> Any:
+        handler = self._handlers.get(request.method)
+        if handler is None:
+            custom = self.server._methods.get(request.method)
+            if custom is None:
+                raise McpError(METHOD_NOT_FOUND, f"Method not found: {request.method}")
+            self._require_initialized(request)
+            return custom(self, request, request.token)
+        if request.method != "initialize":
+            self._require_initialized(request)
+        return handler(request, request.token)
+
+    def _require_initialized(self, request: InboundRequest) -> None:
+        if not self.initialized:
+            raise McpError(INVALID_REQUEST, f"{request.method} received before initialization completed")
+
+    def _handle_notification(self, notification: Notification) -> None:
+        if notification.method == "notifications/initialized":
+            self.client_initialized.set()
+        elif notification.method == "notifications/roots/list_changed":
+            if self.on_roots_changed is not None:
+                self.on_roots_changed()
+
+    # -- lifecycle ----------------------------------------------------------------------------
+    def _on_initialize(self, request: InboundRequest, token: CancelToken) -> dict[str, Any]:
+        params = request.params
+        if self.initialized:
+            raise McpError(INVALID_REQUEST, "initialize was already received")
+        capabilities = params.get("capabilities")
+        info = params.get("clientInfo")
+        self.protocol_version = negotiate_version(params.get("protocolVersion"))
+        self.peer_capabilities = capabilities if isinstance(capabilities, dict) else {}
+        self.peer_info = info if isinstance(info, dict) else {}
+        result: dict[str, Any] = {
+            "protocolVersion": self.protocol_version,
+            "capabilities": self.server.capabilities(),
+            "serverInfo": {"name": self.server.name, "version": self.server.version},
+        }
+        if self.server.instructions:
+            result["instructions"] = self.server.instructions
+        self._initialized.set()
+        return result
+
+    def _on_set_level(self, request: InboundRequest, token: CancelToken) -> dict[str, Any]:
+        level = request.params.get("level")
+        if level not in LOG_LEVELS:
+            raise McpError(INVALID_PARAMS, f"Invalid log level: {level!r}")
+        self.log_level = level
+        return {}
+
+    def send_log(self, level: str, data: Any, logger: str | None = None) -> bool:
+        """Send ``notifications/message`` unless ``level`` is below the client's level."""
+        if LOG_LEVELS.index(level) < LOG_LEVELS.index(self.log_level):
+            return False
+        params: dict[str, Any] = {"level": level, "data": data}
+        if logger is not None:
+            params["logger"] = logger
+        self.send_notification("notifications/message", params)
+        return True
+
+    # -- tools --------------------------------------------------------------------------------
+    def _on_list_tools(self, request: InboundRequest, token: CancelToken) -> dict[str, Any]:
+        tools = [tool.to_wire() for tool in self.server.tools()]
+        return paginate(tools, request.params, self.server.page_size, "tools")
+
+    def _on_call_tool(self, request: InboundRequest, token: CancelToken) -> dict[str, Any]:
+        params = request.params
+        name = params.get("name")
+        if not isinstance(name, str):
+            raise McpError(INVALID_PARAMS, "tools/call needs a tool name")
+        with self.server._lock:
+            tool = self.server._tools.get(name)
+        if tool is None:
+            raise McpError(INVALID_PARAMS, f"Unknown tool: {name}")
+        arguments = params.get("arguments")
+        if arguments is not None and not isinstance(arguments, dict):
+            raise McpError(INVALID_PARAMS, "Invalid arguments: must be an object")
+        handler_token = token
+        deadline: deadlines.Deadline | None = None
+        if tool.timeout is not None:
+            handler_token = token.child()
+            message = f"Tool {name!r} timed out after {tool.timeout:g} s"
+
+            def expire() -> None:
+                if handler_token.cancel(message):
+                    self.endpoint.respond(request, tool_error(message))
+
+            deadline = deadlines.schedule(tool.timeout, expire)
+        ctx = Context(self, request, handler_token)
+        try:
+            kwargs = tool.signature.bind(arguments, ctx)
+            value = tool.signature.fn(**kwargs)
+        except McpError:
+            raise
+        except Cancelled as exc:
+            if handler_token.cancelled and not token.cancelled and tool.timeout is not None:
+                return tool_error(f"Tool {name!r} timed out after {tool.timeout:g} s")
+            return tool_error(f"Tool {name!r} was cancelled: {exc}")
+        except Exception as exc:
+            _log.debug("tool %s failed", name, exc_info=True)
+            return tool_error(str(exc) or type(exc).__name__)
+        finally:
+            if deadline is not None:
+                deadline.cancel()
+        return to_call_tool_result(value, tool.wrap_output)
+
+    # -- requests to the client -----------------------------------------------------------------
+    def scoped(self, token: CancelToken) -> RequestScope:
+        """A view whose requests are cancelled when ``token`` fires."""
+        return RequestScope(self, token)
+
+    def list_roots(self, *, timeout: float | None = None, cancel_token: CancelToken | None = None) -> list[dict[str, Any]]:
+        """Ask the client for its roots (needs the client's ``roots`` capability)."""
+        self.require_capability("roots", "roots/list")
+        result = self.send_request("roots/list", None, timeout=timeout, cancel_token=cancel_token).result()
+        roots = result.get("roots", []) if isinstance(result, dict) else []
+        return list(roots)
+
+    def create_message(
+        self,
+        messages: Iterable[dict[str, Any]],
+        *,
+        max_tokens: int,
+        system_prompt: str | None = None,
+        timeout: float | None = None,
+        cancel_token: CancelToken | None = None,
+        **extra: Any,
+    ) -> dict[str, Any]:
+        """Ask the client to sample from its model (``sampling/createMessage``)."""
+        self.require_capability("sampling", "sampling/createMessage")
+        params: dict[str, Any] = {"messages": list(messages), "maxTokens": max_tokens, **extra}
+        if system_prompt is not None:
+            params["systemPrompt"] = system_prompt
+        result = self.send_request("sampling/createMessage", params, timeout=timeout, cancel_token=cancel_token).result()
+        return dict(result)
+
+    def elicit(
+        self,
+        message: str,
+        requested_schema: dict[str, Any] | None = None,
+        *,
+        url: str | None = None,
+        elicitation_id: str | None = None,
+        timeout: float | None = None,
+        cancel_token: CancelToken | None = None,
+    ) -> dict[str, Any]:
+        """Ask the user for input through the client (``elicitation/create``).
+
+        Form mode with ``requested_schema``; URL mode with ``url`` (and ``elicitation_id``).
+        """
+        self.require_capability("elicitation", "elicitation/create")
+        params: dict[str, Any] = {"message": message}
+        if url is not None:
+            if not self.peer_supports("elicitation", "url"):
+                raise McpError(INVALID_PARAMS, "the client does not support URL-mode elicitation")
+            params.update({"mode": "url", "url": url, "elicitationId": elicitation_id or ""})
+        else:
+            params["requestedSchema"] = requested_schema or {"type": "object", "properties": {}}
+        result = self.send_request("elicitation/create", params, timeout=timeout, cancel_token=cancel_token).result()
+        return dict(result)
+
+
+class RequestScope:
+    """A :class:`ServerSession` seen from inside one handler: every request made through it
+    is a child of the handler's token, so it is cancelled on the wire when the handler's own
+    request is cancelled (or times out)."""
+
+    def __init__(self, session: ServerSession, token: CancelToken) -> None:
+        self._session = session
+        self._token = token
+
+    @property
+    def session(self) -> ServerSession:
+        """The underlying session."""
+        return self._session
+
+    def _token_for(self, cancel_token: CancelToken | None) -> CancelToken:
+        if cancel_token is None:
+            return self._token
+        linked = self._token.child()
+        cancel_token.add_callback(lambda t: linked.cancel(t.reason))
+        return linked
+
+    def list_roots(self, *, timeout: float | None = None, cancel_token: CancelToken | None = None) -> list[dict[str, Any]]:
+        """See :meth:`ServerSession.list_roots`."""
+        return self._session.list_roots(timeout=timeout, cancel_token=self._token_for(cancel_token))
+
+    def create_message(self, messages: Iterable[dict[str, Any]], *, max_tokens: int, cancel_token: CancelToken | None = None, **kwargs: Any) -> dict[str, Any]:
+        """See :meth:`ServerSession.create_message`."""
+        return self._session.create_message(messages, max_tokens=max_tokens, cancel_token=self._token_for(cancel_token), **kwargs)
+
+    def elicit(self, message: str, requested_schema: dict[str, Any] | None = None, *, cancel_token: CancelToken | None = None, **kwargs: Any) -> dict[str, Any]:
+        """See :meth:`ServerSession.elicit`."""
+        return self._session.elicit(message, requested_schema, cancel_token=self._token_for(cancel_token), **kwargs)
+
+    def ping(self, *, timeout: float | None = None) -> None:
+        """Ping the client."""
+        self._session.ping(timeout=timeout, cancel_token=self._token)
+
+    def send_log(self, level: str, data: Any, logger: str | None = None) -> bool:
+        """See :meth:`ServerSession.send_log`."""
+        return self._session.send_log(level, data, logger)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._session, name)
