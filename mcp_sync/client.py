@@ -314,6 +314,99 @@ class Client(Session):
             params["arguments"] = dict(arguments)
         return self.submit("tools/call", params, **options)
 
+    # -- resources ----------------------------------------------------------------------------
+    def _typed(self, capability: str, method: str, params: dict[str, Any] | None, model: Any, timeout: float | None, cancel_token: CancelToken | None) -> Any:
+        self._require(capability, method)
+        result = self.submit(method, params, timeout=timeout, cancel_token=cancel_token).result()
+        return model.model_validate(result)
+
+    def _all_pages(self, page: Callable[[str | None], Any], field: str) -> list[Any]:
+        items: list[Any] = []
+        cursor: str | None = None
+        while True:
+            result = page(cursor)
+            items.extend(getattr(result, field))
+            cursor = result.next_cursor
+            if not cursor:
+                return items
+
+    def list_resources_page(self, cursor: str | None = None, *, timeout: float | None = None, cancel_token: CancelToken | None = None) -> mcp_types.ListResourcesResult:
+        """One page of ``resources/list``."""
+        params = {"cursor": cursor} if cursor is not None else None
+        return self._typed("resources", "resources/list", params, mcp_types.ListResourcesResult, timeout, cancel_token)  # type: ignore[no-any-return]
+
+    def list_resources(self, *, timeout: float | None = None, cancel_token: CancelToken | None = None) -> list[mcp_types.Resource]:
+        """Every resource, through all pages."""
+        return self._all_pages(lambda c: self.list_resources_page(c, timeout=timeout, cancel_token=cancel_token), "resources")
+
+    def list_resource_templates_page(self, cursor: str | None = None, *, timeout: float | None = None, cancel_token: CancelToken | None = None) -> mcp_types.ListResourceTemplatesResult:
+        """One page of ``resources/templates/list``."""
+        params = {"cursor": cursor} if cursor is not None else None
+        return self._typed("resources", "resources/templates/list", params, mcp_types.ListResourceTemplatesResult, timeout, cancel_token)  # type: ignore[no-any-return]
+
+    def list_resource_templates(self, *, timeout: float | None = None, cancel_token: CancelToken | None = None) -> list[mcp_types.ResourceTemplate]:
+        """Every resource template, through all pages."""
+        return self._all_pages(lambda c: self.list_resource_templates_page(c, timeout=timeout, cancel_token=cancel_token), "resource_templates")
+
+    def read_resource(self, uri: str, *, timeout: float | None = None, cancel_token: CancelToken | None = None) -> mcp_types.ReadResourceResult:
+        """Read a resource; an unknown URI raises :class:`~mcp_sync.errors.McpError` (-32002)."""
+        return self._typed("resources", "resources/read", {"uri": uri}, mcp_types.ReadResourceResult, timeout, cancel_token)  # type: ignore[no-any-return]
+
+    def subscribe(self, uri: str, *, timeout: float | None = None, cancel_token: CancelToken | None = None) -> None:
+        """Subscribe to ``notifications/resources/updated`` for ``uri``."""
+        self._require("resources", "resources/subscribe")
+        if not self.peer_supports("resources", "subscribe"):
+            raise CapabilityError("resources/subscribe: the server does not support subscriptions")
+        self.submit("resources/subscribe", {"uri": uri}, timeout=timeout, cancel_token=cancel_token).result()
+
+    def unsubscribe(self, uri: str, *, timeout: float | None = None, cancel_token: CancelToken | None = None) -> None:
+        """Stop updates for ``uri``."""
+        self._require("resources", "resources/unsubscribe")
+        self.submit("resources/unsubscribe", {"uri": uri}, timeout=timeout, cancel_token=cancel_token).result()
+
+    # -- prompts ------------------------------------------------------------------------------
+    def list_prompts_page(self, cursor: str | None = None, *, timeout: float | None = None, cancel_token: CancelToken | None = None) -> mcp_types.ListPromptsResult:
+        """One page of ``prompts/list``."""
+        params = {"cursor": cursor} if cursor is not None else None
+        return self._typed("prompts", "prompts/list", params, mcp_types.ListPromptsResult, timeout, cancel_token)  # type: ignore[no-any-return]
+
+    def list_prompts(self, *, timeout: float | None = None, cancel_token: CancelToken | None = None) -> list[mcp_types.Prompt]:
+        """Every prompt, through all pages."""
+        return self._all_pages(lambda c: self.list_prompts_page(c, timeout=timeout, cancel_token=cancel_token), "prompts")
+
+    def get_prompt(self, name: str, arguments: Mapping[str, str] | None = None, *, timeout: float | None = None, cancel_token: CancelToken | None = None) -> mcp_types.GetPromptResult:
+        """Render a prompt with ``arguments``."""
+        params: dict[str, Any] = {"name": name}
+        if arguments is not None:
+            params["arguments"] = dict(arguments)
+        return self._typed("prompts", "prompts/get", params, mcp_types.GetPromptResult, timeout, cancel_token)  # type: ignore[no-any-return]
+
+    # -- completion and logging -----------------------------------------------------------------
+    def complete(
+        self,
+        ref: Mapping[str, Any],
+        argument: str,
+        value: str,
+        *,
+        context_arguments: Mapping[str, str] | None = None,
+        timeout: float | None = None,
+        cancel_token: CancelToken | None = None,
+    ) -> mcp_types.CompleteResult:
+        """Ask for completions of a prompt or resource-template argument.
+
+        ``ref`` is ``{"type": "ref/prompt", "name": ...}`` or
+        ``{"type": "ref/resource", "uri": ...}``.
+        """
+        params: dict[str, Any] = {"ref": dict(ref), "argument": {"name": argument, "value": value}}
+        if context_arguments:
+            params["context"] = {"arguments": dict(context_arguments)}
+        return self._typed("completions", "completion/complete", params, mcp_types.CompleteResult, timeout, cancel_token)  # type: ignore[no-any-return]
+
+    def set_logging_level(self, level: str, *, timeout: float | None = None, cancel_token: CancelToken | None = None) -> None:
+        """Ask the server to send log messages at ``level`` and above."""
+        self._require("logging", "logging/setLevel")
+        self.submit("logging/setLevel", {"level": level}, timeout=timeout, cancel_token=cancel_token).result()
+
     # -- server-to-client requests --------------------------------------------------------------
     def _handle_request(self, request: InboundRequest) -> Any:
         method = request.method

@@ -149,7 +149,8 @@ def _invalid_request(detail: str, raw: Any, msg_id: Any = None) -> InvalidMessag
 def decode(line: bytes | str) -> Message | InvalidMessage:
     """Decode one line (without its newline) into a message or an :class:`InvalidMessage`."""
     try:
-        obj = json.loads(line)
+        # strict UTF-8: json.loads(bytes) would also accept UTF-16/32 and encoded surrogates
+        obj = json.loads(line.decode("utf-8") if isinstance(line, (bytes, bytearray)) else line)
     except (ValueError, UnicodeDecodeError) as exc:
         return InvalidMessage(
             f"parse error: {exc}", ErrorResponse(None, PARSE_ERROR, "Parse error"), line

@@ -36,18 +36,22 @@ from .context import Context
 from .endpoint import Endpoint
 from .errors import McpError
 from .handlers import Signature, inspect_handler, json_schema_of
-from .jsonrpc import INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND, Notification
+from .jsonrpc import INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND, RESOURCE_NOT_FOUND, Notification
+from .prompts import RegisteredPrompt, to_prompt_result
 from .protocol import InboundRequest
+from .resources import RegisteredResource, to_resource_contents
 from .session import LOG_LEVELS, Session, negotiate_version
 from .tool_results import output_schema_for, to_call_tool_result, tool_error
 from .transports.base import Transport
+from .uri_template import UriTemplate
 
-__all__ = ["Server", "ServerSession", "ServerHandle", "RegisteredTool", "RequestScope"]
+__all__ = ["Server", "ServerSession", "ServerHandle", "RegisteredTool", "RequestScope", "McpLogHandler"]
 
 _log = logging.getLogger("mcp_sync.server")
 
 F = TypeVar("F", bound=Callable[..., Any])
 MethodHandler = Callable[["ServerSession", InboundRequest, CancelToken], Any]
+Completer = Callable[..., Any]
 
 
 @dataclass
@@ -135,6 +139,9 @@ class Server:
         self.page_size = page_size
         self._lock = threading.Lock()
         self._tools: dict[str, RegisteredTool] = {}
+        self._resources: dict[str, RegisteredResource] = {}
+        self._prompts: dict[str, RegisteredPrompt] = {}
+        self._completers: dict[tuple[str, str, str], Completer] = {}
         self._sessions: set[ServerSession] = set()
         self._methods: dict[str, MethodHandler] = {}
         self._extensions: list[Callable[[ServerSession], None]] = []
@@ -218,6 +225,139 @@ class Server:
         with self._lock:
             return list(self._tools.values())
 
+    def resource(
+        self,
+        uri: str,
+        *,
+        name: str | None = None,
+        description: str | None = None,
+        title: str | None = None,
+        mime_type: str | None = None,
+    ) -> Callable[[F], F]:
+        """Register a resource (a decorator).
+
+        ``uri`` is a fixed URI, or an RFC 6570 template such as ``"weather://{city}/now"``
+        whose variables are passed to the function as arguments. The function returns
+        ``str`` (text), ``bytes`` (blob), JSON-able data, or content objects.
+        """
+
+        def decorator(fn: F) -> F:
+            self.add_resource(fn, uri, name=name, description=description, title=title, mime_type=mime_type)
+            return fn
+
+        return decorator
+
+    def add_resource(
+        self,
+        fn: Callable[..., Any],
+        uri: str,
+        *,
+        name: str | None = None,
+        description: str | None = None,
+        title: str | None = None,
+        mime_type: str | None = None,
+    ) -> RegisteredResource:
+        """Register ``fn`` as a resource or template (see :meth:`resource`)."""
+        template = UriTemplate(uri)
+        signature = inspect_handler(fn, name or fn.__name__)
+        missing = set(template.variables) - set(signature.param_names)
+        if missing:
+            raise TypeError(f"{fn.__name__}: no parameter for template variables {sorted(missing)}")
+        resource = RegisteredResource(
+            uri=uri,
+            name=name or fn.__name__,
+            signature=signature,
+            template=template,
+            description=description if description is not None else signature.description,
+            title=title,
+            mime_type=mime_type,
+        )
+        with self._lock:
+            self._resources[uri] = resource
+        self.notify_list_changed("resources")
+        return resource
+
+    def remove_resource(self, uri: str) -> None:
+        """Unregister a resource or template; notifies connected clients."""
+        with self._lock:
+            del self._resources[uri]
+        self.notify_list_changed("resources")
+
+    def prompt(self, name: str | None = None, *, description: str | None = None, title: str | None = None) -> Callable[[F], F]:
+        """Register a prompt (a decorator). Its arguments come from the type hints; it
+        returns a string, a message, or a list of messages."""
+
+        def decorator(fn: F) -> F:
+            self.add_prompt(fn, name=name, description=description, title=title)
+            return fn
+
+        return decorator
+
+    def add_prompt(
+        self, fn: Callable[..., Any], *, name: str | None = None, description: str | None = None, title: str | None = None
+    ) -> RegisteredPrompt:
+        """Register ``fn`` as a prompt (see :meth:`prompt`)."""
+        prompt_name = name or fn.__name__
+        signature = inspect_handler(fn, prompt_name)
+        prompt = RegisteredPrompt(
+            name=prompt_name,
+            signature=signature,
+            description=description if description is not None else signature.description,
+            title=title,
+        )
+        with self._lock:
+            self._prompts[prompt_name] = prompt
+        self.notify_list_changed("prompts")
+        return prompt
+
+    def remove_prompt(self, name: str) -> None:
+        """Unregister a prompt; notifies connected clients."""
+        with self._lock:
+            del self._prompts[name]
+        self.notify_list_changed("prompts")
+
+    def completion(self, ref: str, argument: str) -> Callable[[F], F]:
+        """Register a completer for a prompt or resource-template argument (a decorator).
+
+        ``ref`` is ``"prompt:<name>"`` or ``"resource:<uri template>"``. The function is
+        called as ``fn(value, context_arguments)`` and returns a list of strings (at most
+        100 are sent) or a dict ``{"values", "total", "hasMore"}``.
+        """
+        kind, _, name = ref.partition(":")
+        if kind not in ("prompt", "resource") or not name:
+            raise ValueError('ref must be "prompt:<name>" or "resource:<uri template>"')
+
+        def decorator(fn: F) -> F:
+            with self._lock:
+                self._completers[(kind, name, argument)] = fn
+            return fn
+
+        return decorator
+
+    def resources(self) -> list[RegisteredResource]:
+        """Registered resources and templates."""
+        with self._lock:
+            return list(self._resources.values())
+
+    def prompts(self) -> list[RegisteredPrompt]:
+        """Registered prompts."""
+        with self._lock:
+            return list(self._prompts.values())
+
+    def notify_resource_updated(self, uri: str) -> None:
+        """Send ``notifications/resources/updated`` to every session subscribed to ``uri``."""
+        for session in self.sessions():
+            if uri in session.subscriptions and not session.closed:
+                try:
+                    session.send_notification("notifications/resources/updated", {"uri": uri})
+                except Exception:
+                    _log.debug("resource update not delivered", exc_info=True)
+
+    def logging_handler(self, level: int = logging.NOTSET) -> McpLogHandler:
+        """A :class:`logging.Handler` that forwards records to every connected client as
+        ``notifications/message`` (each client's ``logging/setLevel`` still applies)."""
+        return McpLogHandler(self, level)
+
     def add_method(self, method: str, handler: MethodHandler) -> None:
         """Serve a custom request method: ``handler(session, request, token) -> result``."""
         self._methods[method] = handler
@@ -225,7 +365,17 @@ class Server:
     # -- capabilities -------------------------------------------------------------------------
     def capabilities(self) -> dict[str, Any]:
         """The ``capabilities`` this server declares in ``initialize``."""
-        return {"tools": {"listChanged": True}, "logging": {}}
+        caps: dict[str, Any] = {"tools": {"listChanged": True}, "logging": {}}
+        with self._lock:
+            has_resources, has_prompts = bool(self._resources), bool(self._prompts)
+            has_completers = bool(self._completers)
+        if has_resources:
+            caps["resources"] = {"subscribe": True, "listChanged": True}
+        if has_prompts:
+            caps["prompts"] = {"listChanged": True}
+        if has_completers or has_prompts or has_resources:
+            caps["completions"] = {}
+        return caps
 
     # -- connections --------------------------------------------------------------------------
     def connect(self, transport: Transport, *, max_workers: int | None = None) -> ServerSession:
@@ -335,7 +485,16 @@ class ServerSession(Session):
             "tools/list": self._on_list_tools,
             "tools/call": self._on_call_tool,
             "logging/setLevel": self._on_set_level,
+            "resources/list": self._on_list_resources,
+            "resources/templates/list": self._on_list_templates,
+            "resources/read": self._on_read_resource,
+            "resources/subscribe": self._on_subscribe,
+            "resources/unsubscribe": self._on_unsubscribe,
+            "prompts/list": self._on_list_prompts,
+            "prompts/get": self._on_get_prompt,
+            "completion/complete": self._on_complete,
         }
+        self.subscriptions: set[str] = set()
 
     def close(self, grace: float = 5.0) -> None:
         """Close the connection (cancels running handlers, joins threads)."""
@@ -448,6 +607,101 @@ class ServerSession(Session):
                 deadline.cancel()
         return to_call_tool_result(value, tool.wrap_output)
 
+    # -- resources ----------------------------------------------------------------------------
+    def _on_list_resources(self, request: InboundRequest, token: CancelToken) -> dict[str, Any]:
+        items = [r.to_wire() for r in self.server.resources() if not r.is_template]
+        return paginate(items, request.params, self.server.page_size, "resources")
+
+    def _on_list_templates(self, request: InboundRequest, token: CancelToken) -> dict[str, Any]:
+        items = [r.to_wire() for r in self.server.resources() if r.is_template]
+        return paginate(items, request.params, self.server.page_size, "resourceTemplates")
+
+    def _find_resource(self, uri: Any) -> tuple[RegisteredResource, dict[str, str]]:
+        if not isinstance(uri, str):
+            raise McpError(INVALID_PARAMS, "a resource request needs a uri")
+        resources = self.server.resources()
+        for resource in resources:
+            if not resource.is_template and resource.uri == uri:
+                return resource, {}
+        for resource in resources:
+            if resource.is_template:
+                values = resource.template.match(uri)
+                if values is not None:
+                    return resource, values
+        raise McpError(RESOURCE_NOT_FOUND, f"Resource not found: {uri}", {"uri": uri})
+
+    def _on_read_resource(self, request: InboundRequest, token: CancelToken) -> dict[str, Any]:
+        uri = request.params.get("uri")
+        resource, values = self._find_resource(uri)
+        ctx = Context(self, request, token)
+        kwargs = resource.signature.bind(values, ctx)
+        value = resource.signature.fn(**kwargs)
+        return to_resource_contents(value, str(uri), resource.mime_type)
+
+    def _on_subscribe(self, request: InboundRequest, token: CancelToken) -> dict[str, Any]:
+        uri = request.params.get("uri")
+        self._find_resource(uri)
+        self.subscriptions.add(str(uri))
+        return {}
+
+    def _on_unsubscribe(self, request: InboundRequest, token: CancelToken) -> dict[str, Any]:
+        uri = request.params.get("uri")
+        if not isinstance(uri, str):
+            raise McpError(INVALID_PARAMS, "resources/unsubscribe needs a uri")
+        self.subscriptions.discard(uri)
+        return {}
+
+    # -- prompts ------------------------------------------------------------------------------
+    def _on_list_prompts(self, request: InboundRequest, token: CancelToken) -> dict[str, Any]:
+        items = [p.to_wire() for p in self.server.prompts()]
+        return paginate(items, request.params, self.server.page_size, "prompts")
+
+    def _on_get_prompt(self, request: InboundRequest, token: CancelToken) -> dict[str, Any]:
+        name = request.params.get("name")
+        with self.server._lock:
+            prompt = self.server._prompts.get(name) if isinstance(name, str) else None
+        if prompt is None:
+            raise McpError(INVALID_PARAMS, f"Unknown prompt: {name}")
+        arguments = request.params.get("arguments")
+        if arguments is not None and not isinstance(arguments, dict):
+            raise McpError(INVALID_PARAMS, "Invalid arguments: must be an object")
+        ctx = Context(self, request, token)
+        kwargs = prompt.signature.bind(arguments, ctx)
+        return to_prompt_result(prompt.signature.fn(**kwargs), prompt.description)
+
+    # -- completion ---------------------------------------------------------------------------
+    def _on_complete(self, request: InboundRequest, token: CancelToken) -> dict[str, Any]:
+        params = request.params
+        ref = params.get("ref")
+        argument = params.get("argument")
+        if not isinstance(ref, dict) or not isinstance(argument, dict) or not isinstance(argument.get("name"), str):
+            raise McpError(INVALID_PARAMS, "completion/complete needs ref and argument")
+        if ref.get("type") == "ref/prompt":
+            key = ("prompt", str(ref.get("name")), argument["name"])
+            if key[1] not in {p.name for p in self.server.prompts()}:
+                raise McpError(INVALID_PARAMS, f"Unknown prompt: {key[1]}")
+        elif ref.get("type") == "ref/resource":
+            key = ("resource", str(ref.get("uri")), argument["name"])
+        else:
+            raise McpError(INVALID_PARAMS, f"Unknown reference type: {ref.get('type')!r}")
+        with self.server._lock:
+            completer = self.server._completers.get(key)
+        if completer is None:
+            return {"completion": {"values": [], "hasMore": False}}
+        context = params.get("context")
+        context_args = context.get("arguments", {}) if isinstance(context, dict) else {}
+        found = completer(str(argument.get("value", "")), dict(context_args or {}))
+        if isinstance(found, dict):
+            values = [str(v) for v in found.get("values", [])]
+            completion: dict[str, Any] = {"values": values[:100]}
+            if "total" in found:
+                completion["total"] = found["total"]
+            completion["hasMore"] = bool(found.get("hasMore", len(values) > 100))
+        else:
+            values = [str(v) for v in found]
+            completion = {"values": values[:100], "total": len(values), "hasMore": len(values) > 100}
+        return {"completion": completion}
+
     # -- requests to the client -----------------------------------------------------------------
     def scoped(self, token: CancelToken) -> RequestScope:
         """A view whose requests are cancelled when ``token`` fires."""
@@ -547,3 +801,33 @@ class RequestScope:
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._session, name)
+
+
+_LEVELS = ((logging.CRITICAL, "critical"), (logging.ERROR, "error"), (logging.WARNING, "warning"), (logging.INFO, "info"))
+
+
+class McpLogHandler(logging.Handler):
+    """Forwards :mod:`logging` records to connected clients as ``notifications/message``.
+
+    Records of mcp_sync's own loggers are not forwarded (no feedback loops).
+    """
+
+    def __init__(self, server: Server, level: int = logging.NOTSET) -> None:
+        super().__init__(level)
+        self.server = server
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if record.name.startswith("mcp_sync"):
+            return
+        level = next((name for number, name in _LEVELS if record.levelno >= number), "debug")
+        try:
+            message = self.format(record)
+        except Exception:
+            self.handleError(record)
+            return
+        for session in self.server.sessions():
+            if session.initialized and not session.closed:
+                try:
+                    session.send_log(level, message, record.name)
+                except Exception:
+                    pass
