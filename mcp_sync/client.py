@@ -16,11 +16,11 @@ Ctrl-C during a call cancels it on the wire, then propagates.
 
 from __future__ import annotations
 
+import importlib
 import logging
 import os
-from typing import Any, Callable, Mapping, Sequence, Union
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence, Union
 
-import mcp_types
 from pydantic import BaseModel
 
 from .cancel import CancelToken
@@ -33,6 +33,9 @@ from .session import LATEST_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS, Sessi
 from .transports.base import Transport
 from .transports.subprocess import StderrMode, SubprocessTransport
 
+if TYPE_CHECKING:  # pragma: no cover
+    import mcp_types
+
 __all__ = ["Client", "RequestHandlerFn"]
 
 _log = logging.getLogger("mcp_sync.client")
@@ -41,6 +44,12 @@ RequestHandlerFn = Callable[[dict[str, Any], Context], Any]
 """A handler for a server-to-client request: ``handler(params, ctx) -> result``."""
 
 Roots = Union[Sequence[Union[str, Mapping[str, Any]]], Callable[[], Sequence[Union[str, Mapping[str, Any]]]]]
+
+
+def _models() -> Any:
+    """The ``mcp_types`` module, imported on first use (it takes a while to import, and a
+    client that only connects and pings never needs it)."""
+    return importlib.import_module("mcp_types")
 
 
 def _version() -> str:
@@ -186,10 +195,11 @@ class Client(Session):
             caps["elicitation"] = {"form": {}, "url": {}}
         return caps
 
-    def initialize(self, *, timeout: float | None = 30.0) -> mcp_types.InitializeResult:
+    def initialize(self, *, timeout: float | None = 30.0) -> dict[str, Any]:
         """Run the handshake (done for you by :meth:`connect` and :meth:`stdio`).
 
         ``initialize`` is never cancelled on the wire: a timeout only stops waiting.
+        Returns the raw ``InitializeResult``.
         """
         params = {
             "protocolVersion": self.requested_version,
@@ -208,7 +218,7 @@ class Client(Session):
         self.server_instructions = result.get("instructions")
         self.endpoint.notify("notifications/initialized")
         self._initialized.set()
-        return mcp_types.InitializeResult.model_validate(result)
+        return dict(result)
 
     @property
     def server_info(self) -> dict[str, Any]:
@@ -264,7 +274,7 @@ class Client(Session):
         self._require("tools", "tools/list")
         params = {"cursor": cursor} if cursor is not None else None
         result = self.submit("tools/list", params, timeout=timeout, cancel_token=cancel_token).result()
-        return mcp_types.ListToolsResult.model_validate(result)
+        return _models().ListToolsResult.model_validate(result)
 
     def list_tools(self, *, timeout: float | None = None, cancel_token: CancelToken | None = None) -> list[mcp_types.Tool]:
         """Every tool, following ``nextCursor`` through all pages."""
@@ -293,7 +303,7 @@ class Client(Session):
         A tool that fails returns a result with ``is_error=True``; an unknown tool or bad
         arguments raise :class:`~mcp_sync.errors.McpError` (-32602).
         """
-        return mcp_types.CallToolResult.model_validate(
+        return _models().CallToolResult.model_validate(
             self.call_tool_future(
                 name,
                 arguments,
@@ -333,7 +343,7 @@ class Client(Session):
     def list_resources_page(self, cursor: str | None = None, *, timeout: float | None = None, cancel_token: CancelToken | None = None) -> mcp_types.ListResourcesResult:
         """One page of ``resources/list``."""
         params = {"cursor": cursor} if cursor is not None else None
-        return self._typed("resources", "resources/list", params, mcp_types.ListResourcesResult, timeout, cancel_token)  # type: ignore[no-any-return]
+        return self._typed("resources", "resources/list", params, _models().ListResourcesResult, timeout, cancel_token)  # type: ignore[no-any-return]
 
     def list_resources(self, *, timeout: float | None = None, cancel_token: CancelToken | None = None) -> list[mcp_types.Resource]:
         """Every resource, through all pages."""
@@ -342,7 +352,7 @@ class Client(Session):
     def list_resource_templates_page(self, cursor: str | None = None, *, timeout: float | None = None, cancel_token: CancelToken | None = None) -> mcp_types.ListResourceTemplatesResult:
         """One page of ``resources/templates/list``."""
         params = {"cursor": cursor} if cursor is not None else None
-        return self._typed("resources", "resources/templates/list", params, mcp_types.ListResourceTemplatesResult, timeout, cancel_token)  # type: ignore[no-any-return]
+        return self._typed("resources", "resources/templates/list", params, _models().ListResourceTemplatesResult, timeout, cancel_token)  # type: ignore[no-any-return]
 
     def list_resource_templates(self, *, timeout: float | None = None, cancel_token: CancelToken | None = None) -> list[mcp_types.ResourceTemplate]:
         """Every resource template, through all pages."""
@@ -350,7 +360,7 @@ class Client(Session):
 
     def read_resource(self, uri: str, *, timeout: float | None = None, cancel_token: CancelToken | None = None) -> mcp_types.ReadResourceResult:
         """Read a resource; an unknown URI raises :class:`~mcp_sync.errors.McpError` (-32002)."""
-        return self._typed("resources", "resources/read", {"uri": uri}, mcp_types.ReadResourceResult, timeout, cancel_token)  # type: ignore[no-any-return]
+        return self._typed("resources", "resources/read", {"uri": uri}, _models().ReadResourceResult, timeout, cancel_token)  # type: ignore[no-any-return]
 
     def subscribe(self, uri: str, *, timeout: float | None = None, cancel_token: CancelToken | None = None) -> None:
         """Subscribe to ``notifications/resources/updated`` for ``uri``."""
@@ -368,7 +378,7 @@ class Client(Session):
     def list_prompts_page(self, cursor: str | None = None, *, timeout: float | None = None, cancel_token: CancelToken | None = None) -> mcp_types.ListPromptsResult:
         """One page of ``prompts/list``."""
         params = {"cursor": cursor} if cursor is not None else None
-        return self._typed("prompts", "prompts/list", params, mcp_types.ListPromptsResult, timeout, cancel_token)  # type: ignore[no-any-return]
+        return self._typed("prompts", "prompts/list", params, _models().ListPromptsResult, timeout, cancel_token)  # type: ignore[no-any-return]
 
     def list_prompts(self, *, timeout: float | None = None, cancel_token: CancelToken | None = None) -> list[mcp_types.Prompt]:
         """Every prompt, through all pages."""
@@ -379,7 +389,7 @@ class Client(Session):
         params: dict[str, Any] = {"name": name}
         if arguments is not None:
             params["arguments"] = dict(arguments)
-        return self._typed("prompts", "prompts/get", params, mcp_types.GetPromptResult, timeout, cancel_token)  # type: ignore[no-any-return]
+        return self._typed("prompts", "prompts/get", params, _models().GetPromptResult, timeout, cancel_token)  # type: ignore[no-any-return]
 
     # -- completion and logging -----------------------------------------------------------------
     def complete(
@@ -400,7 +410,7 @@ class Client(Session):
         params: dict[str, Any] = {"ref": dict(ref), "argument": {"name": argument, "value": value}}
         if context_arguments:
             params["context"] = {"arguments": dict(context_arguments)}
-        return self._typed("completions", "completion/complete", params, mcp_types.CompleteResult, timeout, cancel_token)  # type: ignore[no-any-return]
+        return self._typed("completions", "completion/complete", params, _models().CompleteResult, timeout, cancel_token)  # type: ignore[no-any-return]
 
     def set_logging_level(self, level: str, *, timeout: float | None = None, cancel_token: CancelToken | None = None) -> None:
         """Ask the server to send log messages at ``level`` and above."""

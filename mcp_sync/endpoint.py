@@ -94,6 +94,9 @@ class PendingCall(concurrent.futures.Future):  # type: ignore[type-arg]
         self._on_progress: ProgressCallback | None = None
         self._cancel_token: CancelToken | None = None
         self._cancel_reason: str | None = None
+        # held until the call settles: one uncontended lock is the cheapest way to block
+        self._done_gate = threading.Lock()
+        self._done_gate.acquire()
 
     @property
     def request_id(self) -> int | None:
@@ -121,20 +124,21 @@ class PendingCall(concurrent.futures.Future):  # type: ignore[type-arg]
         if self.done():
             return True
         end = None if timeout is None else time.monotonic() + timeout
+        gate = self._done_gate
         try:
-            with self._condition:
-                while self._state not in _FUTURE_DONE:
-                    if end is None:
-                        self._condition.wait(WAIT_SLICE)
-                    else:
-                        remaining = end - time.monotonic()
-                        if remaining <= 0:
-                            return False
-                        self._condition.wait(min(WAIT_SLICE, remaining))
+            while True:
+                if end is None:
+                    wait = WAIT_SLICE
+                else:
+                    wait = min(WAIT_SLICE, end - time.monotonic())
+                    if wait <= 0:
+                        return self.done()
+                if gate.acquire(timeout=wait):
+                    gate.release()  # let every other waiter through too
+                    return True
         except KeyboardInterrupt:
             self.cancel("interrupted")
             raise
-        return True
 
     def result(self, timeout: float | None = None) -> Any:
         """Wait for and return the result.
@@ -182,6 +186,7 @@ class PendingCall(concurrent.futures.Future):  # type: ignore[type-arg]
             self._cancel_reason = action.reason
             super().cancel()
             self.set_running_or_notify_cancel()  # wakes wait()/as_completed()
+        self._done_gate.release()
 
     def _on_token(self, token: CancelToken) -> None:
         self.cancel(token.reason or "cancelled")
@@ -332,6 +337,7 @@ class Endpoint:
             future._cancel_reason = cancel_token.reason
             concurrent.futures.Future.cancel(future)  # nothing was sent
             future.set_running_or_notify_cancel()
+            future._done_gate.release()
             return future
         future._timeout = timeout
         future._reset_on_progress = reset_timeout_on_progress and timeout is not None
