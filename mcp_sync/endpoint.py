@@ -347,7 +347,11 @@ class Endpoint:
             future._hard_end = start + max_total_timeout
         with self._lock:
             request, actions = self._core.send_request(
-                method, params, context=future, with_progress=on_progress is not None
+                method,
+                params,
+                context=future,
+                # resetting the timeout needs progress too, with or without a callback
+                with_progress=on_progress is not None or future._reset_on_progress,
             )
             future._request = request
             delay = self._initial_delay(timeout, max_total_timeout)

@@ -100,6 +100,8 @@ def to_call_tool_result(value: Any, wrap: bool) -> dict[str, Any]:
         structured = _dump(value)
         return {"content": [_text(json.dumps(structured, ensure_ascii=False))], "structuredContent": structured}
     if isinstance(value, dict):
+        if isinstance(value.get("content"), list) and "isError" in value:
+            return dict(value)  # already a CallToolResult
         if _is_content_block(value):
             return {"content": [dict(value)]}
         structured = value
