@@ -102,7 +102,7 @@ class Context:
         send_log = getattr(self._session, "send_log", None)
         if send_log is None:
             raise RuntimeError("this side of the connection cannot send log messages")
-        return bool(send_log(level, data, logger))
+        return bool(send_log(level, data, logger, related_request=self.request_id))
 
     def debug(self, data: Any) -> bool:
         """Shorthand for ``log("debug", data)``."""
@@ -128,4 +128,4 @@ class Context:
         scoped = getattr(self._session, "scoped", None)
         if scoped is None:
             return self._session
-        return scoped(self.cancel_token)
+        return scoped(self.cancel_token, self.request_id)

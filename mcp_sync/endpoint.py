@@ -33,6 +33,7 @@ from .jsonrpc import (
     ErrorResponse,
     Notification,
     Request,
+    RequestId,
     Response,
     decode,
     encode,
@@ -94,6 +95,7 @@ class PendingCall(concurrent.futures.Future):  # type: ignore[type-arg]
         self._on_progress: ProgressCallback | None = None
         self._cancel_token: CancelToken | None = None
         self._cancel_reason: str | None = None
+        self._related: RequestId | None = None
         # held until the call settles: one uncontended lock is the cheapest way to block
         self._done_gate = threading.Lock()
         self._done_gate.acquire()
@@ -237,7 +239,13 @@ class Endpoint:
         self.name = name
         self._lock = threading.Lock()
         self._core = Protocol(CancelToken)
-        self._outbox: deque[bytes] = deque()
+        # (encoded message, id of the inbound request it relates to, if any)
+        self._outbox: deque[tuple[bytes, RequestId | None]] = deque()
+        write_related = getattr(transport, "write_related", None)
+        self._write: Callable[[bytes, RequestId | None], None] = (
+            write_related if write_related is not None else (lambda data, _related: transport.write(data))
+        )
+        self._inbound_cancelled: Callable[[RequestId], Any] | None = getattr(transport, "inbound_cancelled", None)
         self._write_lock = threading.Lock()
         self._pool = WorkerPool(max_workers, name)
         self._callbacks = SerialRunner(self._pool)
@@ -319,6 +327,7 @@ class Endpoint:
         on_progress: ProgressCallback | None = None,
         reset_timeout_on_progress: bool = False,
         max_total_timeout: float | None = None,
+        related_request: RequestId | None = None,
     ) -> PendingCall:
         """Send a request and return its :class:`PendingCall` at once.
 
@@ -331,6 +340,8 @@ class Endpoint:
                 ``progressToken``); runs on a worker thread, in order.
             reset_timeout_on_progress: each progress notification restarts ``timeout``.
             max_total_timeout: a limit that holds whatever progress arrives.
+            related_request: the id of the inbound request on whose behalf this request is
+                made (transports such as Streamable HTTP send it on that request's stream).
         """
         future = PendingCall(self, method)
         if cancel_token is not None and cancel_token.cancelled:
@@ -342,6 +353,7 @@ class Endpoint:
         future._timeout = timeout
         future._reset_on_progress = reset_timeout_on_progress and timeout is not None
         future._on_progress = on_progress
+        future._related = related_request
         start = time.monotonic()
         if max_total_timeout is not None:
             future._hard_end = start + max_total_timeout
@@ -357,7 +369,7 @@ class Endpoint:
             delay = self._initial_delay(timeout, max_total_timeout)
             if delay is not None:
                 future._deadline = deadlines.schedule(delay, future._on_deadline)
-            self._queue_sends(actions)
+            self._queue_sends(actions, related_request)
         if cancel_token is not None:
             future._cancel_token = cancel_token
             cancel_token.add_callback(future._on_token)
@@ -377,11 +389,16 @@ class Endpoint:
         :meth:`PendingCall.result`). ``KeyboardInterrupt`` cancels it on the wire."""
         return self.submit(method, params, **options).result()
 
-    def notify(self, method: str, params: dict[str, Any] | None = None) -> None:
-        """Send a notification. Raises :class:`~mcp_sync.errors.ConnectionClosed` if closed."""
+    def notify(
+        self, method: str, params: dict[str, Any] | None = None, *, related_request: RequestId | None = None
+    ) -> None:
+        """Send a notification. Raises :class:`~mcp_sync.errors.ConnectionClosed` if closed.
+
+        ``related_request``: the inbound request it belongs to (see :meth:`submit`).
+        """
         if self._core.closed:
             raise ConnectionClosed("connection is closed")
-        self._outbox.append(encode(Notification(method, params)))
+        self._outbox.append((encode(Notification(method, params)), related_request))
         self._flush(block=True)
 
     def _cancel_outbound(
@@ -389,7 +406,8 @@ class Endpoint:
     ) -> None:
         with self._lock:
             actions = self._core.cancel_outbound(request, reason, exception)
-            self._queue_sends(actions)
+            future = request.context
+            self._queue_sends(actions, future._related if isinstance(future, PendingCall) else None)
         if actions:
             self._flush(block=False)  # never block a canceller behind a slow write
             self._perform(actions)
@@ -416,7 +434,7 @@ class Endpoint:
         with self._lock:
             if not self._core.may_report_progress(request):
                 return False
-            self._outbox.append(data)
+            self._outbox.append((data, request.id))
         self._flush(block=True)
         return True
 
@@ -433,7 +451,7 @@ class Endpoint:
             reply = encode(Response(request.id, result if result is not None else {}))
         with self._lock:
             sent = self._core.complete(request, reply)
-            self._queue_sends(sent)
+            self._queue_sends(sent, request.id)
         if sent:
             self._flush(block=False)
         return bool(sent)
@@ -490,6 +508,8 @@ class Endpoint:
                     pass
             elif isinstance(action, CancelInbound):
                 action.request.token.cancel(action.reason or "cancelled by the peer")
+                if self._inbound_cancelled is not None:
+                    self._inbound_cancelled(action.request.id)
             elif isinstance(action, Progress):
                 self._on_progress(action)
             elif isinstance(action, Deliver):
@@ -544,17 +564,25 @@ class Endpoint:
             reply = encode(ErrorResponse(request.id, INTERNAL_ERROR, str(exc) or type(exc).__name__))
         with self._lock:
             sent = self._core.complete(request, reply)
-            self._queue_sends(sent)
+            self._queue_sends(sent, request.id)
         if sent:
             self._flush(block=True)
 
     # -- writing ----------------------------------------------------------------------------
-    def _queue_sends(self, actions: list[Action]) -> None:
-        """Append every Send to the outbox, in order. Called with the registry lock held."""
+    def _queue_sends(self, actions: list[Action], related: RequestId | None = None) -> None:
+        """Append every Send to the outbox, in order. Called with the registry lock held.
+
+        A response relates to the request it answers; anything else to ``related``.
+        """
         for action in actions:
             if isinstance(action, Send):
                 message = action.message
-                self._outbox.append(message if isinstance(message, bytes) else encode(message))
+                if isinstance(message, bytes):
+                    self._outbox.append((message, related))
+                elif isinstance(message, (Response, ErrorResponse)):
+                    self._outbox.append((encode(message), message.id))
+                else:
+                    self._outbox.append((encode(message), related))
 
     def _flush(self, block: bool) -> None:
         """Write the outbox. With ``block=False`` return at once if another thread is writing
@@ -567,10 +595,10 @@ class Endpoint:
         while True:
             try:
                 while self._outbox:
-                    data = self._outbox.popleft()
+                    data, related = self._outbox.popleft()
                     if failure is None:
                         try:
-                            self._transport.write(data)
+                            self._write(data, related)
                         except (OSError, ValueError) as exc:
                             failure = exc
             finally:

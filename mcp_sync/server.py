@@ -36,7 +36,7 @@ from .context import Context
 from .endpoint import Endpoint
 from .errors import McpError
 from .handlers import Signature, inspect_handler, json_schema_of
-from .jsonrpc import INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND, RESOURCE_NOT_FOUND, Notification
+from .jsonrpc import INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND, RESOURCE_NOT_FOUND, Notification, RequestId
 from .prompts import RegisteredPrompt, to_prompt_result
 from .protocol import InboundRequest
 from .resources import RegisteredResource, to_resource_contents
@@ -551,14 +551,16 @@ class ServerSession(Session):
         self.log_level = level
         return {}
 
-    def send_log(self, level: str, data: Any, logger: str | None = None) -> bool:
+    def send_log(
+        self, level: str, data: Any, logger: str | None = None, *, related_request: RequestId | None = None
+    ) -> bool:
         """Send ``notifications/message`` unless ``level`` is below the client's level."""
         if LOG_LEVELS.index(level) < LOG_LEVELS.index(self.log_level):
             return False
         params: dict[str, Any] = {"level": level, "data": data}
         if logger is not None:
             params["logger"] = logger
-        self.send_notification("notifications/message", params)
+        self.send_notification("notifications/message", params, related_request=related_request)
         return True
 
     # -- tools --------------------------------------------------------------------------------
@@ -703,14 +705,23 @@ class ServerSession(Session):
         return {"completion": completion}
 
     # -- requests to the client -----------------------------------------------------------------
-    def scoped(self, token: CancelToken) -> RequestScope:
-        """A view whose requests are cancelled when ``token`` fires."""
-        return RequestScope(self, token)
+    def scoped(self, token: CancelToken, request_id: RequestId | None = None) -> RequestScope:
+        """A view whose requests are cancelled when ``token`` fires (and relate to the
+        inbound request ``request_id``)."""
+        return RequestScope(self, token, request_id)
 
-    def list_roots(self, *, timeout: float | None = None, cancel_token: CancelToken | None = None) -> list[dict[str, Any]]:
+    def list_roots(
+        self,
+        *,
+        timeout: float | None = None,
+        cancel_token: CancelToken | None = None,
+        related_request: RequestId | None = None,
+    ) -> list[dict[str, Any]]:
         """Ask the client for its roots (needs the client's ``roots`` capability)."""
         self.require_capability("roots", "roots/list")
-        result = self.send_request("roots/list", None, timeout=timeout, cancel_token=cancel_token).result()
+        result = self.send_request(
+            "roots/list", None, timeout=timeout, cancel_token=cancel_token, related_request=related_request
+        ).result()
         roots = result.get("roots", []) if isinstance(result, dict) else []
         return list(roots)
 
@@ -722,6 +733,7 @@ class ServerSession(Session):
         system_prompt: str | None = None,
         timeout: float | None = None,
         cancel_token: CancelToken | None = None,
+        related_request: RequestId | None = None,
         **extra: Any,
     ) -> dict[str, Any]:
         """Ask the client to sample from its model (``sampling/createMessage``)."""
@@ -729,7 +741,9 @@ class ServerSession(Session):
         params: dict[str, Any] = {"messages": list(messages), "maxTokens": max_tokens, **extra}
         if system_prompt is not None:
             params["systemPrompt"] = system_prompt
-        result = self.send_request("sampling/createMessage", params, timeout=timeout, cancel_token=cancel_token).result()
+        result = self.send_request(
+            "sampling/createMessage", params, timeout=timeout, cancel_token=cancel_token, related_request=related_request
+        ).result()
         return dict(result)
 
     def elicit(
@@ -741,6 +755,7 @@ class ServerSession(Session):
         elicitation_id: str | None = None,
         timeout: float | None = None,
         cancel_token: CancelToken | None = None,
+        related_request: RequestId | None = None,
     ) -> dict[str, Any]:
         """Ask the user for input through the client (``elicitation/create``).
 
@@ -754,7 +769,9 @@ class ServerSession(Session):
             params.update({"mode": "url", "url": url, "elicitationId": elicitation_id or ""})
         else:
             params["requestedSchema"] = requested_schema or {"type": "object", "properties": {}}
-        result = self.send_request("elicitation/create", params, timeout=timeout, cancel_token=cancel_token).result()
+        result = self.send_request(
+            "elicitation/create", params, timeout=timeout, cancel_token=cancel_token, related_request=related_request
+        ).result()
         return dict(result)
 
 
@@ -763,9 +780,10 @@ class RequestScope:
     is a child of the handler's token, so it is cancelled on the wire when the handler's own
     request is cancelled (or times out)."""
 
-    def __init__(self, session: ServerSession, token: CancelToken) -> None:
+    def __init__(self, session: ServerSession, token: CancelToken, request_id: RequestId | None = None) -> None:
         self._session = session
         self._token = token
+        self._request_id = request_id
 
     @property
     def session(self) -> ServerSession:
@@ -781,15 +799,29 @@ class RequestScope:
 
     def list_roots(self, *, timeout: float | None = None, cancel_token: CancelToken | None = None) -> list[dict[str, Any]]:
         """See :meth:`ServerSession.list_roots`."""
-        return self._session.list_roots(timeout=timeout, cancel_token=self._token_for(cancel_token))
+        return self._session.list_roots(
+            timeout=timeout, cancel_token=self._token_for(cancel_token), related_request=self._request_id
+        )
 
     def create_message(self, messages: Iterable[dict[str, Any]], *, max_tokens: int, cancel_token: CancelToken | None = None, **kwargs: Any) -> dict[str, Any]:
         """See :meth:`ServerSession.create_message`."""
-        return self._session.create_message(messages, max_tokens=max_tokens, cancel_token=self._token_for(cancel_token), **kwargs)
+        return self._session.create_message(
+            messages,
+            max_tokens=max_tokens,
+            cancel_token=self._token_for(cancel_token),
+            related_request=self._request_id,
+            **kwargs,
+        )
 
     def elicit(self, message: str, requested_schema: dict[str, Any] | None = None, *, cancel_token: CancelToken | None = None, **kwargs: Any) -> dict[str, Any]:
         """See :meth:`ServerSession.elicit`."""
-        return self._session.elicit(message, requested_schema, cancel_token=self._token_for(cancel_token), **kwargs)
+        return self._session.elicit(
+            message,
+            requested_schema,
+            cancel_token=self._token_for(cancel_token),
+            related_request=self._request_id,
+            **kwargs,
+        )
 
     def ping(self, *, timeout: float | None = None) -> None:
         """Ping the client."""
@@ -797,7 +829,7 @@ class RequestScope:
 
     def send_log(self, level: str, data: Any, logger: str | None = None) -> bool:
         """See :meth:`ServerSession.send_log`."""
-        return self._session.send_log(level, data, logger)
+        return self._session.send_log(level, data, logger, related_request=self._request_id)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._session, name)

@@ -15,6 +15,7 @@ from typing import Any, Callable, Mapping
 from .cancel import CancelToken
 from .endpoint import Endpoint, PendingCall, ProgressCallback
 from .errors import CapabilityError
+from .jsonrpc import RequestId
 
 __all__ = [
     "LATEST_PROTOCOL_VERSION",
@@ -98,6 +99,7 @@ class Session:
         on_progress: ProgressCallback | None = None,
         reset_timeout_on_progress: bool = False,
         max_total_timeout: float | None = None,
+        related_request: RequestId | None = None,
     ) -> PendingCall:
         """Send any request; returns its :class:`~mcp_sync.endpoint.PendingCall`."""
         return self.endpoint.submit(
@@ -108,11 +110,14 @@ class Session:
             on_progress=on_progress,
             reset_timeout_on_progress=reset_timeout_on_progress,
             max_total_timeout=max_total_timeout,
+            related_request=related_request,
         )
 
-    def send_notification(self, method: str, params: dict[str, Any] | None = None) -> None:
-        """Send a notification."""
-        self.endpoint.notify(method, params)
+    def send_notification(
+        self, method: str, params: dict[str, Any] | None = None, *, related_request: RequestId | None = None
+    ) -> None:
+        """Send a notification (``related_request``: the inbound request it belongs to)."""
+        self.endpoint.notify(method, params, related_request=related_request)
 
     def ping(self, *, timeout: float | None = None, cancel_token: CancelToken | None = None) -> None:
         """Send ``ping`` and wait for the (empty) answer."""
