@@ -44,8 +44,8 @@ def _split_command(argv: Sequence[str]) -> tuple[list[str], list[str]]:
 def _connect(options: argparse.Namespace, command: list[str], **client_options: Any) -> Client:
     url = getattr(options, "url", None)
     if url:
-        http = importlib.import_module("mcp_sync.transports.http_client")
-        return http.connect_http(url, **client_options)  # type: ignore[no-any-return]
+        client_options.pop("stderr", None)
+        return Client.http(url, **client_options)
     if not command:
         raise SystemExit("mcp-sync: name a server: -- COMMAND [ARGS...] or --url URL")
     return Client.stdio(command, **client_options)

@@ -173,6 +173,28 @@ class Client(Session):
         )
         return cls.connect(transport, **options)
 
+    @classmethod
+    def http(
+        cls,
+        url: str,
+        headers: Mapping[str, str] | None = None,
+        *,
+        connect_timeout: float = 10.0,
+        open_get_stream: bool = True,
+        **options: Any,
+    ) -> Client:
+        """Connect to a Streamable HTTP server at ``url`` (needs the ``http`` extra).
+
+        ``headers`` are sent with every request (for example ``Authorization``). Closing
+        the client ends the session with ``DELETE``. A 404 (session ended), 401 or 403
+        fails the pending calls with a :class:`~mcp_sync.errors.ConnectionClosed` subclass
+        that says so.
+        """
+        from .transports.http_client import HttpClientTransport
+
+        transport = HttpClientTransport(url, headers, connect_timeout=connect_timeout, open_get_stream=open_get_stream)
+        return cls.connect(transport, **options)
+
     def __enter__(self) -> Client:
         return self
 

@@ -47,6 +47,7 @@ from .protocol import (
     Dropped,
     InboundRequest,
     OutboundRequest,
+    OutboundState,
     Progress,
     Protocol,
     Send,
@@ -129,6 +130,8 @@ class PendingCall(concurrent.futures.Future):  # type: ignore[type-arg]
         gate = self._done_gate
         try:
             while True:
+                if self.done():  # also if an interrupted waiter left the gate acquired
+                    return True
                 if end is None:
                     wait = WAIT_SLICE
                 else:
@@ -373,6 +376,10 @@ class Endpoint:
         if cancel_token is not None:
             future._cancel_token = cancel_token
             cancel_token.add_callback(future._on_token)
+            # settled before we registered (a zero timeout, a fast reply): _settle may have
+            # looked for the callback already. The state flips before _settle runs.
+            if request.state is not OutboundState.PENDING:
+                cancel_token.remove_callback(future._on_token)
         self._flush(block=True)
         return future
 
@@ -525,7 +532,9 @@ class Endpoint:
             return
         if future._reset_on_progress and future._timeout is not None:
             with self._lock:
-                if future._deadline is not None and not future.done():
+                # the core state, not done(): a canceller flips it under this lock but settles
+                # (and pops the deadline) after releasing it
+                if future._deadline is not None and action.request.state is OutboundState.PENDING:
                     delay = future._timeout
                     if future._hard_end is not None:
                         delay = min(delay, future._hard_end - time.monotonic())

@@ -26,9 +26,10 @@ import base64
 import json
 import logging
 import signal
+import sys
 import threading
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, Iterable, TypeVar
 
 from . import deadlines
 from .cancel import Cancelled, CancelToken
@@ -44,6 +45,9 @@ from .session import LOG_LEVELS, Session, negotiate_version
 from .tool_results import output_schema_for, to_call_tool_result, tool_error
 from .transports.base import Transport
 from .uri_template import UriTemplate
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .http_app import HttpServerHandle, McpWsgiApp
 
 __all__ = ["Server", "ServerSession", "ServerHandle", "RegisteredTool", "RequestScope", "McpLogHandler"]
 
@@ -378,13 +382,18 @@ class Server:
         return caps
 
     # -- connections --------------------------------------------------------------------------
-    def connect(self, transport: Transport, *, max_workers: int | None = None) -> ServerSession:
-        """Serve one connection over ``transport`` (starts its reader thread)."""
+    def connect(self, transport: Transport, *, max_workers: int | None = None, read: bool = True) -> ServerSession:
+        """Serve one connection over ``transport`` (starts its reader thread).
+
+        ``read=False`` starts no reader: the caller feeds messages to
+        ``session.endpoint.receive_line`` itself (as the HTTP app does).
+        """
         session = ServerSession(self, transport, max_workers=max_workers or self.max_workers)
         with self._lock:
             self._sessions.add(session)
         session.add_close_callback(lambda: self._forget(session))
-        session.endpoint.start()
+        if read:
+            session.endpoint.start()
         return session
 
     def _forget(self, session: ServerSession) -> None:
@@ -403,19 +412,46 @@ class Server:
         """
         return ServerHandle(self.connect(transport, max_workers=max_workers))
 
-    def run(self, transport: str | Transport = "stdio", *, grace: float = 5.0) -> None:
+    def wsgi_app(self, **options: Any) -> McpWsgiApp:
+        """A WSGI application serving this server over Streamable HTTP, to mount in Flask
+        or run under any threaded WSGI server. Options: see :class:`~mcp_sync.http_app.McpWsgiApp`."""
+        from .http_app import McpWsgiApp
+
+        return McpWsgiApp(self, **options)
+
+    def serve_http(self, host: str = "127.0.0.1", port: int = 0, *, path: str = "/mcp", **options: Any) -> HttpServerHandle:
+        """Serve Streamable HTTP in a background thread (standard-library threaded WSGI
+        server); returns a handle with ``url`` and ``stop()``. ``port=0`` picks a free port."""
+        from .http_app import serve_http
+
+        return serve_http(self.wsgi_app(path=path, **options), host, port)
+
+    def run(
+        self,
+        transport: str | Transport = "stdio",
+        *,
+        grace: float = 5.0,
+        host: str = "127.0.0.1",
+        port: int = 8000,
+        path: str = "/mcp",
+    ) -> None:
         """Serve until the connection ends (stdin EOF), SIGTERM or Ctrl-C.
 
-        Running handlers are cancelled and get ``grace`` seconds to finish.
+        ``transport`` is ``"stdio"`` (default), ``"http"`` (Streamable HTTP on
+        ``host:port`` at ``path``, 127.0.0.1 by default) or a transport object. Running
+        handlers are cancelled and get ``grace`` seconds to finish.
         """
+        if not logging.getLogger("mcp_sync").handlers and not logging.getLogger().handlers:
+            logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+        if transport == "http":
+            self._run_http(host, port, path)
+            return
         if isinstance(transport, str):
             if transport != "stdio":
                 raise ValueError(f"unknown transport {transport!r}")
             from .transports.stdio import StdioTransport
 
             transport = StdioTransport()
-        if not logging.getLogger("mcp_sync").handlers and not logging.getLogger().handlers:
-            logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
         stop = threading.Event()
         previous = None
         in_main = threading.current_thread() is threading.main_thread()
@@ -429,6 +465,24 @@ class Server:
             pass
         finally:
             session.close(grace)
+            if in_main and previous is not None:
+                signal.signal(signal.SIGTERM, previous)
+
+    def _run_http(self, host: str, port: int, path: str) -> None:
+        handle = self.serve_http(host, port, path=path)
+        print(f"mcp_sync: serving {self.name} at {handle.url}", file=sys.stderr, flush=True)
+        stop = threading.Event()
+        previous = None
+        in_main = threading.current_thread() is threading.main_thread()
+        if in_main:
+            previous = signal.signal(signal.SIGTERM, lambda *_: stop.set())
+        try:
+            while not stop.wait(0.1):
+                pass
+        except KeyboardInterrupt:
+            pass
+        finally:
+            handle.stop()
             if in_main and previous is not None:
                 signal.signal(signal.SIGTERM, previous)
 

@@ -106,7 +106,10 @@ class SubprocessTransport:
         with self._write_lock:
             if self._closed:
                 raise BrokenPipeError("subprocess transport is closed")
-            self._stdin.write(data)
+            # unbuffered (raw) file: write() may write only part of the data
+            view = memoryview(data)
+            while view:
+                view = view[self._stdin.write(view) :]
 
     def _pump_stderr(self) -> None:
         stream = self.process.stderr

@@ -1,0 +1,372 @@
+"""Streamable HTTP (revision 2025-11-25) as a WSGI application, and a threaded server for it.
+
+:class:`McpWsgiApp` is a plain WSGI application: mount it in Flask (or any WSGI framework)
+at a path, or run it with any threaded WSGI server (gunicorn with threads, waitress, or
+:func:`serve_http`, the standard library's ``wsgiref`` with one thread per connection).
+
+* ``POST`` carries one JSON-RPC message. A request is answered with an SSE stream (or with
+  JSON when the client accepts only JSON) that ends with the response; notifications and
+  responses get ``202 Accepted``.
+* ``GET`` opens the session's standalone SSE stream (server-to-client messages that belong
+  to no request); ``Last-Event-ID`` resumes any stream from a bounded replay buffer.
+* ``DELETE`` ends the session (its running handlers are cancelled).
+* ``Mcp-Session-Id`` is issued at ``initialize`` (cryptographically random); an unknown or
+  ended session gets 404, a missing one 400. ``MCP-Protocol-Version`` must be one we speak.
+* ``Origin`` is validated (403): localhost origins are allowed by default.
+* A POSTed ``notifications/cancelled`` cancels the request in *that session only*: the
+  handler's token fires and the request's stream ends with no response. A client that
+  disconnects does not cancel anything (2025-11-25), and leaks nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import secrets
+import socketserver
+import threading
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Sequence
+from urllib.parse import urlsplit
+from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
+
+from .jsonrpc import (
+    INVALID_REQUEST,
+    PARSE_ERROR,
+    ErrorResponse,
+    InvalidMessage,
+    Request,
+    decode_object,
+    encode,
+)
+from .session import SUPPORTED_PROTOCOL_VERSIONS
+from .transports.http_session import HttpSessionTransport
+from .transports.sse import parse_event_id
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .server import Server, ServerSession
+
+__all__ = ["McpWsgiApp", "HttpServerHandle", "serve_http", "AuthHook"]
+
+_log = logging.getLogger("mcp_sync.http")
+
+AuthHook = Callable[[dict], Any]
+"""``auth(environ)``: return ``None``/``True`` to allow, ``False`` for 401, or an HTTP status
+(401 or 403) to refuse; it may also raise :class:`PermissionError` (403)."""
+
+StartResponse = Callable[..., Any]
+
+_LOCAL_HOSTS = {"localhost", "127.0.0.1", "[::1]", "::1"}
+
+
+class _HttpSession:
+    def __init__(self, session: ServerSession, transport: HttpSessionTransport) -> None:
+        self.session = session
+        self.transport = transport
+        self.get_lock = threading.Lock()
+        self.get_active = False
+
+
+class McpWsgiApp:
+    """A WSGI application serving one :class:`~mcp_sync.server.Server` over Streamable HTTP.
+
+    Args:
+        server: the server definition.
+        path: serve only this path (``None``: any path, as when mounted under a prefix).
+        allowed_origins: ``Origin`` values allowed besides localhost ones; ``["*"]`` allows
+            any origin. Requests without ``Origin`` (non-browser clients) are allowed.
+        auth: an :data:`AuthHook` run before anything else.
+        max_body_bytes: larger POST bodies get 413.
+        json_response: answer requests with JSON instead of SSE.
+        keepalive: seconds between keep-alive comments on idle SSE streams.
+        replay: events kept per stream for ``Last-Event-ID`` resumption.
+        request_timeout: longest wait for a JSON answer, in seconds.
+    """
+
+    def __init__(
+        self,
+        server: Server,
+        *,
+        path: str | None = None,
+        allowed_origins: Sequence[str] | None = None,
+        auth: AuthHook | None = None,
+        max_body_bytes: int = 4 * 1024 * 1024,
+        json_response: bool = False,
+        keepalive: float = 15.0,
+        replay: int = 256,
+        request_timeout: float = 300.0,
+    ) -> None:
+        self.server = server
+        self.path = path
+        self.allowed_origins = set(allowed_origins or ())
+        self.auth = auth
+        self.max_body_bytes = max_body_bytes
+        self.json_response = json_response
+        self.keepalive = keepalive
+        self.replay = replay
+        self.request_timeout = request_timeout
+        self._lock = threading.Lock()
+        self._sessions: dict[str, _HttpSession] = {}
+        self._stopping = threading.Event()
+
+    # -- sessions -----------------------------------------------------------------------------
+    def sessions(self) -> list[ServerSession]:
+        """The live sessions."""
+        with self._lock:
+            return [s.session for s in self._sessions.values()]
+
+    def close(self) -> None:
+        """End every session (running handlers are cancelled) and every open stream."""
+        self._stopping.set()
+        with self._lock:
+            sessions, self._sessions = list(self._sessions.values()), {}
+        for entry in sessions:
+            entry.session.close()
+
+    def _new_session(self) -> _HttpSession:
+        session_id = secrets.token_urlsafe(32)
+        transport = HttpSessionTransport(session_id, replay=self.replay)
+        session = self.server.connect(transport, read=False)
+        entry = _HttpSession(session, transport)
+        with self._lock:
+            self._sessions[session_id] = entry
+        session.add_close_callback(lambda: self._forget(session_id))
+        return entry
+
+    def _forget(self, session_id: str) -> None:
+        with self._lock:
+            self._sessions.pop(session_id, None)
+
+    # -- WSGI ---------------------------------------------------------------------------------
+    def __call__(self, environ: dict, start_response: StartResponse) -> Iterable[bytes]:
+        if self.path is not None and environ.get("PATH_INFO", "") not in (self.path, self.path.rstrip("/") + "/"):
+            return _plain(start_response, "404 Not Found", "not found")
+        refusal = self._check_origin(environ) or self._check_auth(environ)
+        if refusal is not None:
+            return refusal(start_response)
+        method = environ.get("REQUEST_METHOD", "GET")
+        if method == "POST":
+            return self._post(environ, start_response)
+        if method == "GET":
+            return self._get(environ, start_response)
+        if method == "DELETE":
+            return self._delete(environ, start_response)
+        return _plain(start_response, "405 Method Not Allowed", "use POST, GET or DELETE", [("Allow", "GET, POST, DELETE")])
+
+    def _check_origin(self, environ: dict) -> Callable[[StartResponse], Iterable[bytes]] | None:
+        origin = environ.get("HTTP_ORIGIN")
+        if origin is None or "*" in self.allowed_origins or origin in self.allowed_origins:
+            return None
+        host = urlsplit(origin).hostname
+        if host is not None and (host in _LOCAL_HOSTS or f"[{host}]" in _LOCAL_HOSTS):
+            return None
+        return lambda sr: _plain(sr, "403 Forbidden", f"origin {origin} is not allowed")
+
+    def _check_auth(self, environ: dict) -> Callable[[StartResponse], Iterable[bytes]] | None:
+        if self.auth is None:
+            return None
+        try:
+            verdict = self.auth(environ)
+        except PermissionError as exc:
+            return lambda sr: _plain(sr, "403 Forbidden", str(exc) or "forbidden")
+        if verdict is None or verdict is True:
+            return None
+        if verdict is False or verdict == 401:
+            return lambda sr: _plain(sr, "401 Unauthorized", "authentication required", [("WWW-Authenticate", "Bearer")])
+        if verdict == 403:
+            return lambda sr: _plain(sr, "403 Forbidden", "forbidden")
+        return lambda sr: _plain(sr, f"{int(verdict)} Refused", "refused")
+
+    def _session_for(self, environ: dict, start_response: StartResponse) -> tuple[_HttpSession | None, Iterable[bytes] | None]:
+        session_id = environ.get("HTTP_MCP_SESSION_ID")
+        if not session_id:
+            return None, _jsonrpc_error(start_response, "400 Bad Request", INVALID_REQUEST, "Missing Mcp-Session-Id header")
+        with self._lock:
+            entry = self._sessions.get(session_id)
+        if entry is None or entry.session.closed:
+            return None, _jsonrpc_error(start_response, "404 Not Found", INVALID_REQUEST, "Session not found")
+        version = environ.get("HTTP_MCP_PROTOCOL_VERSION")
+        if version is not None and version not in SUPPORTED_PROTOCOL_VERSIONS:
+            return None, _jsonrpc_error(start_response, "400 Bad Request", INVALID_REQUEST, f"Unsupported MCP-Protocol-Version: {version}")
+        return entry, None
+
+    def _post(self, environ: dict, start_response: StartResponse) -> Iterable[bytes]:
+        content_type = environ.get("CONTENT_TYPE", "")
+        if "application/json" not in content_type.lower():
+            return _plain(start_response, "415 Unsupported Media Type", "Content-Type must be application/json")
+        accept = environ.get("HTTP_ACCEPT", "*/*").lower()
+        wants_sse = "text/event-stream" in accept or "*/*" in accept
+        wants_json = "application/json" in accept or "*/*" in accept
+        if not wants_sse and not wants_json:
+            return _plain(start_response, "406 Not Acceptable", "Accept must list application/json and text/event-stream")
+        try:
+            length = int(environ.get("CONTENT_LENGTH") or 0)
+        except ValueError:
+            length = -1
+        if length < 0:
+            return _plain(start_response, "411 Length Required", "a valid Content-Length is required")
+        if length > self.max_body_bytes:
+            return _plain(start_response, "413 Payload Too Large", f"the body exceeds {self.max_body_bytes} bytes")
+        body = environ["wsgi.input"].read(length) if length else b""
+        try:
+            parsed = json.loads(body)
+        except (ValueError, UnicodeDecodeError):
+            return _jsonrpc_error(start_response, "400 Bad Request", PARSE_ERROR, "Parse error")
+        message = decode_object(parsed)
+        if isinstance(message, InvalidMessage):
+            reply = message.reply or ErrorResponse(None, INVALID_REQUEST, message.detail)
+            return _json(start_response, "400 Bad Request", encode(reply))
+        is_initialize = isinstance(message, Request) and message.method == "initialize"
+        if is_initialize:
+            entry = self._new_session()
+        else:
+            entry, refusal = self._session_for(environ, start_response)
+            if refusal is not None:
+                return refusal
+            assert entry is not None
+        endpoint = entry.session.endpoint
+        line = body.replace(b"\n", b" ")
+        if not isinstance(message, Request):
+            endpoint.receive_line(line)
+            return _plain(start_response, "202 Accepted", "")
+        json_mode = self.json_response or not wants_sse
+        stream = entry.transport.open_request_stream(message.id, json_mode=json_mode)
+        if stream is None:
+            return _jsonrpc_error(start_response, "409 Conflict", INVALID_REQUEST, "request id is already in use", message.id)
+        endpoint.receive_line(line)
+        headers = [("Mcp-Session-Id", entry.transport.session_id)] if is_initialize else []
+        if json_mode:
+            data = stream.wait_for_event(self.request_timeout)
+            if data is None:
+                return _plain(start_response, "204 No Content", "", headers)  # cancelled: no answer
+            return _json(start_response, "200 OK", data, headers)
+        start_response(
+            "200 OK",
+            [("Content-Type", "text/event-stream"), ("Cache-Control", "no-cache, no-transform"), ("X-Accel-Buffering", "no"), *headers],
+        )
+        return _sse_body(stream.events(0, keepalive=self.keepalive, stop=self._stopping))
+
+    def _get(self, environ: dict, start_response: StartResponse) -> Iterable[bytes]:
+        if "text/event-stream" not in environ.get("HTTP_ACCEPT", "").lower():
+            return _plain(start_response, "406 Not Acceptable", "Accept must list text/event-stream")
+        entry, refusal = self._session_for(environ, start_response)
+        if refusal is not None:
+            return refusal
+        assert entry is not None
+        last = environ.get("HTTP_LAST_EVENT_ID")
+        if last:
+            parsed = parse_event_id(last)
+            stream = entry.transport.stream(parsed[0]) if parsed else None
+            if stream is None or parsed is None:
+                return _plain(start_response, "404 Not Found", "unknown Last-Event-ID")
+            start_response("200 OK", [("Content-Type", "text/event-stream"), ("Cache-Control", "no-cache, no-transform")])
+            if stream is entry.transport.standalone:
+                return self._standalone_body(entry, parsed[1])
+            return _sse_body(stream.events(parsed[1], keepalive=self.keepalive, stop=self._stopping))
+        with entry.get_lock:
+            if entry.get_active:
+                return _plain(start_response, "409 Conflict", "a GET stream is already open for this session")
+            entry.get_active = True
+        start_response("200 OK", [("Content-Type", "text/event-stream"), ("Cache-Control", "no-cache, no-transform")])
+        return self._standalone_body(entry, None, claimed=True)
+
+    def _standalone_body(self, entry: _HttpSession, after: int | None, claimed: bool = False) -> Iterator[bytes]:
+        if not claimed:
+            with entry.get_lock:
+                entry.get_active = True
+        try:
+            yield b": stream open\n\n"
+            yield from entry.transport.standalone.events(after, keepalive=self.keepalive, stop=self._stopping)
+        finally:
+            with entry.get_lock:
+                entry.get_active = False
+
+    def _delete(self, environ: dict, start_response: StartResponse) -> Iterable[bytes]:
+        entry, refusal = self._session_for(environ, start_response)
+        if refusal is not None:
+            return refusal
+        assert entry is not None
+        self._forget(entry.transport.session_id)
+        entry.session.close()
+        return _plain(start_response, "200 OK", "")
+
+
+def _sse_body(events: Iterator[bytes]) -> Iterator[bytes]:
+    yield b": stream open\n\n"  # sends the headers at once
+    yield from events
+
+
+def _plain(start_response: StartResponse, status: str, text: str, headers: list[tuple[str, str]] | None = None) -> list[bytes]:
+    body = text.encode()
+    start_response(status, [("Content-Type", "text/plain; charset=utf-8"), ("Content-Length", str(len(body))), *(headers or [])])
+    return [body]
+
+
+def _json(start_response: StartResponse, status: str, data: bytes, headers: list[tuple[str, str]] | None = None) -> list[bytes]:
+    body = data.rstrip(b"\n")
+    start_response(status, [("Content-Type", "application/json"), ("Content-Length", str(len(body))), *(headers or [])])
+    return [body]
+
+
+def _jsonrpc_error(start_response: StartResponse, status: str, code: int, message: str, request_id: Any = None) -> list[bytes]:
+    return _json(start_response, status, encode(ErrorResponse(request_id, code, message)))
+
+
+# -- a threaded server ----------------------------------------------------------------------------
+class _ThreadingWSGIServer(socketserver.ThreadingMixIn, WSGIServer):
+    daemon_threads = True
+    block_on_close = False
+    allow_reuse_address = True
+
+
+class _QuietHandler(WSGIRequestHandler):
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
+        _log.debug("%s - %s", self.address_string(), format % args)
+
+
+class HttpServerHandle:
+    """A running HTTP server (see :func:`serve_http`)."""
+
+    def __init__(self, httpd: _ThreadingWSGIServer, app: McpWsgiApp, thread: threading.Thread | None) -> None:
+        self._httpd = httpd
+        self.app = app
+        self._thread = thread
+        host, port = httpd.server_address[:2]
+        self.host = str(host)
+        self.port = int(port)
+        self.url = f"http://{self.host if ':' not in self.host else '[' + self.host + ']'}:{self.port}/mcp"
+
+    def stop(self) -> None:
+        """Close every session, stop serving, and join the server thread."""
+        self.app.close()
+        self._httpd.shutdown() if self._thread is not None else None
+        self._httpd.server_close()
+        if self._thread is not None:
+            self._thread.join(5)
+
+    def serve_forever(self) -> None:
+        """Serve in this thread until :meth:`stop` (from another thread) or Ctrl-C."""
+        self._httpd.serve_forever(poll_interval=0.1)
+
+    def __enter__(self) -> HttpServerHandle:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def serve_http(
+    app: McpWsgiApp,
+    host: str = "127.0.0.1",
+    port: int = 0,
+    *,
+    in_thread: bool = True,
+) -> HttpServerHandle:
+    """Serve ``app`` with the standard library's threaded WSGI server (one thread per
+    connection). ``port=0`` picks a free port; the handle's ``url`` says which.
+    Binds to 127.0.0.1 unless told otherwise."""
+    httpd = make_server(host, port, app, server_class=_ThreadingWSGIServer, handler_class=_QuietHandler)
+    thread = None
+    if in_thread:
+        thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.1}, name="mcp_sync-http-server", daemon=True)
+        thread.start()
+    return HttpServerHandle(httpd, app, thread)

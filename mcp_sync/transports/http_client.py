@@ -1,0 +1,303 @@
+"""The client side of Streamable HTTP (revision 2025-11-25), without asyncio.
+
+Built on httpx's synchronous client (the optional extra ``mcp-sync-threaded[http]``): a
+maintained, thread-safe, connection-pooling client with streaming responses and per-phase
+timeouts, which is what SSE over plain threads needs.
+
+Every message the endpoint writes is POSTed. A request's answer is either JSON or an SSE
+stream; each open SSE stream is read by a short-lived thread that ends with the stream
+(HTTP/1.1 needs one connection, and so one blocking reader, per open response). After the
+handshake a thread holds the GET stream for server-initiated messages. Dropped streams are
+resumed with ``Last-Event-ID``. :meth:`HttpClientTransport.close` ends the session with
+``DELETE``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import queue
+import threading
+from typing import Any, Mapping
+
+from ..errors import ConnectionClosed
+from .sse import SseParser
+
+__all__ = ["HttpClientTransport", "HttpError", "SessionEnded"]
+
+_log = logging.getLogger("mcp_sync.http_client")
+
+
+class HttpError(ConnectionClosed):
+    """The server refused a message with an HTTP error status (401, 403, 4xx, 5xx)."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+class SessionEnded(HttpError):
+    """The server answered 404 for our session: it ended (or never existed)."""
+
+
+def _httpx() -> Any:
+    try:
+        import httpx
+    except ImportError as exc:  # pragma: no cover - depends on the environment
+        raise ImportError("the HTTP transport needs httpx: pip install 'mcp-sync-threaded[http]'") from exc
+    return httpx
+
+
+class HttpClientTransport:
+    """A transport that speaks Streamable HTTP to ``url``.
+
+    Args:
+        url: the MCP endpoint, e.g. ``http://127.0.0.1:8000/mcp``.
+        headers: extra headers for every request (for example ``Authorization``).
+        connect_timeout: seconds to establish a connection.
+        reconnect_attempts: how many times a dropped SSE stream is resumed.
+        reconnect_delay: seconds between attempts (the server's ``retry:`` wins).
+        open_get_stream: open the GET stream for server-initiated messages.
+    """
+
+    def __init__(
+        self,
+        url: str,
+        headers: Mapping[str, str] | None = None,
+        *,
+        connect_timeout: float = 10.0,
+        reconnect_attempts: int = 3,
+        reconnect_delay: float = 0.5,
+        open_get_stream: bool = True,
+    ) -> None:
+        httpx = _httpx()
+        self.url = url
+        self._headers = dict(headers or {})
+        self._client = httpx.Client(
+            headers=self._headers,
+            timeout=httpx.Timeout(connect=connect_timeout, read=None, write=30.0, pool=None),
+            limits=httpx.Limits(max_connections=None, max_keepalive_connections=32),
+        )
+        self._reconnect_attempts = reconnect_attempts
+        self._reconnect_delay = reconnect_delay
+        self._open_get = open_get_stream
+        self._inbox: queue.SimpleQueue[bytes | None] = queue.SimpleQueue()
+        self._lock = threading.Lock()
+        self._responses: set[Any] = set()
+        self._threads: set[threading.Thread] = set()
+        self._closed = threading.Event()
+        self._get_started = False
+        self.session_id: str | None = None
+        self.protocol_version: str | None = None
+
+    # -- transport interface ------------------------------------------------------------------
+    def read_line(self) -> bytes | None:
+        """The next message from any stream; ``None`` once closed."""
+        if self._closed.is_set():
+            return None
+        return self._inbox.get()
+
+    def write(self, data: bytes) -> None:
+        """POST one message; start reading its answer stream if it is a request."""
+        if self._closed.is_set():
+            raise ConnectionClosed("the HTTP transport is closed")
+        message = json.loads(data)
+        is_request = isinstance(message, dict) and "method" in message and "id" in message
+        httpx = _httpx()
+        request = self._client.build_request("POST", self.url, content=data.rstrip(b"\n"), headers=self._request_headers())
+        try:
+            response = self._client.send(request, stream=True)
+        except httpx.HTTPError as exc:
+            raise ConnectionClosed(f"HTTP POST to {self.url} failed: {exc}") from exc
+        try:
+            self._check(response)
+        except BaseException:
+            response.close()
+            raise
+        if is_request and message.get("method") == "initialize":
+            session_id = response.headers.get("mcp-session-id")
+            if session_id:
+                self.session_id = session_id
+        content_type = response.headers.get("content-type", "")
+        if response.status_code == 202 or not is_request:
+            response.close()
+        elif content_type.startswith("text/event-stream"):
+            self._start(self._read_stream, response, message.get("id"), f"mcp_sync-http-stream-{message.get('id')}")
+        else:
+            try:
+                body = response.read()
+            finally:
+                response.close()
+            if body.strip():
+                self._deliver(body)
+        if isinstance(message, dict) and message.get("method") == "notifications/initialized":
+            self._start_get_stream()
+
+    def close(self) -> None:
+        """End the session (``DELETE``), close every stream, join the reader threads."""
+        if self._closed.is_set():
+            return
+        if self.session_id is not None:
+            try:
+                self._client.delete(self.url, headers=self._request_headers(), timeout=5.0)
+            except Exception:
+                _log.debug("DELETE of the session failed", exc_info=True)
+        self._closed.set()
+        with self._lock:
+            responses = list(self._responses)
+            threads = list(self._threads)
+        for response in responses:
+            try:
+                response.close()
+            except Exception:
+                pass
+        self._inbox.put(None)
+        current = threading.current_thread()
+        for thread in threads:
+            if thread is not current:
+                thread.join(5.0)
+        self._client.close()
+
+    # -- helpers ------------------------------------------------------------------------------
+    def _request_headers(self, *, accept: str = "application/json, text/event-stream") -> dict[str, str]:
+        headers = {"Accept": accept, "Content-Type": "application/json"}
+        if self.session_id is not None:
+            headers["Mcp-Session-Id"] = self.session_id
+        if self.protocol_version is not None:
+            headers["MCP-Protocol-Version"] = self.protocol_version
+        return headers
+
+    def _check(self, response: Any) -> None:
+        status = response.status_code
+        if status < 400:
+            return
+        try:
+            detail = response.read().decode("utf-8", "replace")[:200]
+        except Exception:
+            detail = ""
+        if status == 404 and self.session_id is not None:
+            raise SessionEnded(404, f"the server ended the MCP session (HTTP 404): {detail}".rstrip(": "))
+        if status == 401:
+            raise HttpError(401, f"the server requires authentication (HTTP 401): {detail}".rstrip(": "))
+        if status == 403:
+            raise HttpError(403, f"the server refused access (HTTP 403): {detail}".rstrip(": "))
+        raise HttpError(status, f"HTTP {status} from {self.url}: {detail}".rstrip(": "))
+
+    def _deliver(self, data: bytes) -> None:
+        if self.protocol_version is None:
+            try:
+                message = json.loads(data)
+                version = message.get("result", {}).get("protocolVersion")
+                if isinstance(version, str):
+                    self.protocol_version = version
+            except (ValueError, AttributeError):
+                pass
+        self._inbox.put(data.replace(b"\n", b" "))
+
+    def _start(self, target: Any, *args: Any) -> None:
+        name = args[-1]
+        thread = threading.Thread(target=self._run_thread, args=(target, *args[:-1]), name=name, daemon=True)
+        with self._lock:
+            if self._closed.is_set():
+                for arg in args[:-1]:
+                    if hasattr(arg, "close"):
+                        arg.close()
+                return
+            self._threads.add(thread)
+        thread.start()
+
+    def _run_thread(self, target: Any, *args: Any) -> None:
+        try:
+            target(*args)
+        except Exception:
+            if not self._closed.is_set():
+                _log.debug("HTTP stream reader failed", exc_info=True)
+        finally:
+            with self._lock:
+                self._threads.discard(threading.current_thread())
+
+    def _consume(self, response: Any, parser: SseParser, answer_to: Any = None) -> bool:
+        """Feed one SSE response into the inbox. True if it ended normally and, when
+        ``answer_to`` is a request id, carried the answer to that request."""
+        with self._lock:
+            self._responses.add(response)
+        answered = answer_to is None
+        try:
+            for line in response.iter_lines():
+                event = parser.feed(line)
+                if event is not None and event[1] == "message" and event[2].strip():
+                    data = event[2].encode()
+                    if not answered and _answers(data, answer_to):
+                        answered = True
+                    self._deliver(data)
+            return answered
+        except Exception:
+            return False
+        finally:
+            with self._lock:
+                self._responses.discard(response)
+            response.close()
+
+    def _read_stream(self, response: Any, request_id: Any) -> None:
+        parser = SseParser()
+        if self._consume(response, parser, request_id):
+            return
+        # the stream ended without the answer: resume it with Last-Event-ID
+        self._resume(parser, request_id)
+
+    def _resume(self, parser: SseParser, request_id: Any) -> None:
+        attempts = 0
+        while not self._closed.is_set() and parser.last_event_id and attempts < self._reconnect_attempts:
+            attempts += 1
+            delay = (parser.retry_ms / 1000) if parser.retry_ms else self._reconnect_delay
+            if self._closed.wait(delay):
+                return
+            response = self._get(parser.last_event_id)
+            if response is None:
+                continue
+            if self._consume(response, parser, request_id):
+                return
+
+    def _get(self, last_event_id: str | None) -> Any:
+        headers = self._request_headers(accept="text/event-stream")
+        headers.pop("Content-Type", None)
+        if last_event_id:
+            headers["Last-Event-ID"] = last_event_id
+        httpx = _httpx()
+        try:
+            response = self._client.send(self._client.build_request("GET", self.url, headers=headers), stream=True)
+        except httpx.HTTPError:
+            return None
+        if response.status_code != 200 or not response.headers.get("content-type", "").startswith("text/event-stream"):
+            response.close()
+            return None
+        return response
+
+    def _start_get_stream(self) -> None:
+        if not self._open_get or self._get_started:
+            return
+        self._get_started = True
+        self._start(self._hold_get_stream, "mcp_sync-http-get-stream")
+
+    def _hold_get_stream(self) -> None:
+        parser = SseParser()
+        failures = 0
+        while not self._closed.is_set() and failures <= self._reconnect_attempts:
+            response = self._get(parser.last_event_id)
+            if response is None:
+                failures += 1
+                if self._closed.wait(self._reconnect_delay * failures):
+                    return
+                continue
+            failures = 0
+            self._consume(response, parser)
+            if self._closed.wait(self._reconnect_delay):
+                return
+
+
+def _answers(data: bytes, request_id: Any) -> bool:
+    try:
+        message = json.loads(data)
+    except ValueError:
+        return False
+    return isinstance(message, dict) and "method" not in message and message.get("id") == request_id

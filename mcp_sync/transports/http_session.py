@@ -1,0 +1,136 @@
+"""The server side of one Streamable HTTP session, as a transport for an endpoint.
+
+There is no reader thread for an HTTP session: each POST hands its message to the endpoint
+directly. What the endpoint writes is routed by the inbound request it relates to:
+
+* the response to request *X* ends *X*'s stream (the SSE answer of the POST that carried it);
+* progress, log messages and server-to-client requests made on behalf of *X* go on *X*'s
+  stream while it is open;
+* everything else goes on the session's standalone stream (the one a GET opens).
+
+When *X* is cancelled, its stream is ended without a response (:meth:`inbound_cancelled`).
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+import threading
+from collections import OrderedDict
+from typing import Any
+
+from ..jsonrpc import RequestId, id_key
+from .sse import EventStream
+
+__all__ = ["HttpSessionTransport"]
+
+_KEPT_ENDED_STREAMS = 64
+
+
+class HttpSessionTransport:
+    """Routes one session's outgoing messages onto SSE streams."""
+
+    def __init__(self, session_id: str, *, replay: int = 256) -> None:
+        self.session_id = session_id
+        self._replay = replay
+        self._lock = threading.Lock()
+        self._by_request: dict[tuple[bool, RequestId], EventStream] = {}
+        self._json_mode: set[tuple[bool, RequestId]] = set()
+        self._streams: OrderedDict[str, EventStream] = OrderedDict()
+        self.standalone = EventStream("s-" + secrets.token_hex(4), replay)
+        self._streams[self.standalone.id] = self.standalone
+        self._closed = threading.Event()
+
+    # -- streams ------------------------------------------------------------------------------
+    def open_request_stream(self, request_id: RequestId, *, json_mode: bool = False) -> EventStream | None:
+        """Register the stream that answers request ``request_id``; ``None`` if that id
+        already has one (a duplicate id)."""
+        key = id_key(request_id)
+        stream = EventStream("r-" + secrets.token_hex(6), self._replay)
+        with self._lock:
+            if key in self._by_request:
+                return None
+            self._by_request[key] = stream
+            if json_mode:
+                self._json_mode.add(key)
+            self._streams[stream.id] = stream
+            self._trim()
+        return stream
+
+    def stream(self, stream_id: str) -> EventStream | None:
+        """A stream by id (for ``Last-Event-ID`` resumption)."""
+        with self._lock:
+            return self._streams.get(stream_id)
+
+    def _trim(self) -> None:
+        ended = [sid for sid, s in self._streams.items() if s.ended and s is not self.standalone]
+        for sid in ended[: max(0, len(ended) - _KEPT_ENDED_STREAMS)]:
+            del self._streams[sid]
+
+    # -- the transport interface ----------------------------------------------------------------
+    def read_line(self) -> bytes | None:
+        """Not used: POST handlers feed the endpoint directly. Blocks until closed."""
+        self._closed.wait()
+        return None
+
+    def write(self, data: bytes) -> None:
+        """Send on the standalone stream."""
+        self.write_related(data, None)
+
+    def write_related(self, data: bytes, related: RequestId | None) -> None:
+        """Send ``data`` on the stream of the request it relates to, or the standalone one."""
+        if self._closed.is_set():
+            raise BrokenPipeError("the HTTP session is closed")
+        if related is not None:
+            key = id_key(related)
+            with self._lock:
+                stream = self._by_request.get(key)
+                json_mode = key in self._json_mode
+            if stream is not None:
+                is_response = _is_response_to(data, related)
+                if is_response:
+                    with self._lock:
+                        self._by_request.pop(key, None)
+                        self._json_mode.discard(key)
+                    stream.push(data, last=True)
+                    return
+                if not json_mode and stream.push(data):
+                    return
+        self.standalone.push(data)
+
+    def inbound_cancelled(self, request_id: RequestId) -> None:
+        """The request was cancelled: end its stream, which will carry no response."""
+        key = id_key(request_id)
+        with self._lock:
+            stream = self._by_request.pop(key, None)
+            self._json_mode.discard(key)
+        if stream is not None:
+            stream.end()
+
+    def close(self) -> None:
+        """End every stream."""
+        self._closed.set()
+        with self._lock:
+            streams = list(self._streams.values())
+            self._by_request.clear()
+        for stream in streams:
+            stream.end()
+
+    @property
+    def closed(self) -> bool:
+        """True after :meth:`close`."""
+        return self._closed.is_set()
+
+
+def _is_response_to(data: bytes, request_id: RequestId) -> bool:
+    try:
+        message: Any = json.loads(data)
+    except ValueError:
+        return False
+    return (
+        isinstance(message, dict)
+        and "method" not in message
+        and ("result" in message or "error" in message)
+        and message.get("id") == request_id
+        and type(message.get("id")) is type(request_id)
+    )

@@ -1,0 +1,176 @@
+"""Server-sent events: an outgoing event stream with ids and replay, and a parser.
+
+:class:`EventStream` is one SSE stream of the Streamable HTTP transport. Producers
+:meth:`~EventStream.push` JSON-RPC messages; one consumer at a time (the HTTP response
+that carries the stream) iterates it. Every event gets an id ``"<stream>:<n>"``; the last
+events are kept in a bounded buffer so that a client that lost the connection can resume
+with ``Last-Event-ID``.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import deque
+from typing import Iterator
+
+__all__ = ["EventStream", "SseParser", "format_event", "parse_event_id"]
+
+
+def format_event(event_id: str, data: bytes) -> bytes:
+    """One SSE ``message`` event carrying ``data`` (a JSON line without its newline)."""
+    return b"event: message\nid: " + event_id.encode() + b"\ndata: " + data.rstrip(b"\n") + b"\n\n"
+
+
+def parse_event_id(value: str) -> tuple[str, int] | None:
+    """Split ``"<stream>:<n>"``; ``None`` if it is not an id this module made."""
+    stream, sep, number = value.rpartition(":")
+    if not sep or not number.isdigit():
+        return None
+    return stream, int(number)
+
+
+class EventStream:
+    """An outgoing SSE stream with a bounded replay buffer.
+
+    Args:
+        stream_id: the prefix of its event ids.
+        replay: how many recent events are kept for resumption.
+    """
+
+    def __init__(self, stream_id: str, replay: int = 256) -> None:
+        self.id = stream_id
+        self._cond = threading.Condition()
+        self._events: deque[tuple[int, bytes]] = deque(maxlen=replay)
+        self._seq = 0
+        self._delivered = 0
+        self._ended = False
+        self._consumers = 0
+        self.last_activity = time.monotonic()
+
+    @property
+    def ended(self) -> bool:
+        """True once :meth:`end` was called (no more events will come)."""
+        return self._ended
+
+    @property
+    def consumed(self) -> bool:
+        """True when the stream ended and its last event was handed to a consumer."""
+        with self._cond:
+            return self._ended and self._delivered >= self._seq
+
+    @property
+    def has_consumer(self) -> bool:
+        """True while an HTTP response is iterating the stream."""
+        return self._consumers > 0
+
+    def push(self, data: bytes, *, last: bool = False) -> bool:
+        """Add an event (``last=True`` also ends the stream). False if already ended."""
+        with self._cond:
+            if self._ended:
+                return False
+            self._seq += 1
+            self._events.append((self._seq, data))
+            if last:
+                self._ended = True
+            self.last_activity = time.monotonic()
+            self._cond.notify_all()
+            return True
+
+    def end(self) -> None:
+        """End the stream: consumers finish after the events already pushed."""
+        with self._cond:
+            self._ended = True
+            self._cond.notify_all()
+
+    def events(self, after: int | None = None, *, keepalive: float = 15.0, stop: threading.Event | None = None) -> Iterator[bytes]:
+        """Yield formatted SSE events after sequence number ``after`` (default: the ones not
+        yet delivered), and a keep-alive comment after ``keepalive`` idle seconds, until the
+        stream ends or ``stop`` is set.
+        """
+        with self._cond:
+            self._consumers += 1
+            position = self._delivered if after is None else after
+        try:
+            while True:
+                with self._cond:
+                    deadline = time.monotonic() + keepalive
+                    while True:
+                        pending = [(n, d) for n, d in self._events if n > position]
+                        if pending:
+                            break
+                        if self._ended or (stop is not None and stop.is_set()):
+                            return
+                        remaining = deadline - time.monotonic()
+                        if remaining <= 0:
+                            break
+                        self._cond.wait(min(remaining, 0.5))
+                if not pending:
+                    yield b": keep-alive\n\n"
+                    continue
+                for number, data in pending:
+                    yield format_event(f"{self.id}:{number}", data)
+                    position = number
+                    with self._cond:
+                        if number > self._delivered:
+                            self._delivered = number
+        finally:
+            with self._cond:
+                self._consumers -= 1
+
+    def wait_for_event(self, timeout: float) -> bytes | None:
+        """For JSON (non-SSE) answers: the next undelivered event, or ``None`` once the
+        stream ended without one or ``timeout`` passed."""
+        end = time.monotonic() + timeout
+        with self._cond:
+            while True:
+                for number, data in self._events:
+                    if number > self._delivered:
+                        self._delivered = number
+                        return data
+                if self._ended:
+                    return None
+                remaining = end - time.monotonic()
+                if remaining <= 0:
+                    return None
+                self._cond.wait(min(remaining, 0.5))
+
+
+class SseParser:
+    """Incremental parser of an SSE byte stream (``text/event-stream``).
+
+    Feed it lines (without newlines); it returns ``(event_id, event_type, data)`` when an
+    event is complete. Comments and unknown fields are ignored.
+    """
+
+    def __init__(self) -> None:
+        self._data: list[str] = []
+        self._event = "message"
+        self.last_event_id: str | None = None
+        self.retry_ms: int | None = None
+
+    def feed(self, line: str) -> tuple[str | None, str, str] | None:
+        """Process one line; returns a finished event or ``None``."""
+        if line == "":
+            if not self._data:
+                self._event = "message"
+                return None
+            event = (self.last_event_id, self._event, "\n".join(self._data))
+            self._data = []
+            self._event = "message"
+            return event
+        if line.startswith(":"):
+            return None
+        field, _, value = line.partition(":")
+        if value.startswith(" "):
+            value = value[1:]
+        if field == "data":
+            self._data.append(value)
+        elif field == "event":
+            self._event = value or "message"
+        elif field == "id":
+            if "\0" not in value:
+                self.last_event_id = value
+        elif field == "retry" and value.isdigit():
+            self.retry_ms = int(value)
+        return None
