@@ -125,6 +125,10 @@ class Server:
         instructions: optional ``instructions`` for the client.
         max_workers: size of each connection's handler pool.
         page_size: items per page of every list.
+        declare: capabilities to declare even with nothing registered yet
+            (``"resources"``, ``"prompts"``, ``"completions"``), for servers that register
+            handlers at run time. A capability is otherwise declared when something of that
+            kind is registered when a client connects.
     """
 
     def __init__(
@@ -135,8 +139,10 @@ class Server:
         instructions: str | None = None,
         max_workers: int = 8,
         page_size: int = 100,
+        declare: Iterable[str] = (),
     ) -> None:
         self.name = name
+        self.declare = frozenset(declare)
         self.version = version
         self.instructions = instructions
         self.max_workers = max_workers
@@ -373,11 +379,11 @@ class Server:
         with self._lock:
             has_resources, has_prompts = bool(self._resources), bool(self._prompts)
             has_completers = bool(self._completers)
-        if has_resources:
+        if has_resources or "resources" in self.declare:
             caps["resources"] = {"subscribe": True, "listChanged": True}
-        if has_prompts:
+        if has_prompts or "prompts" in self.declare:
             caps["prompts"] = {"listChanged": True}
-        if has_completers or has_prompts or has_resources:
+        if has_completers or has_prompts or has_resources or self.declare & {"completions", "prompts", "resources"}:
             caps["completions"] = {}
         return caps
 
@@ -496,6 +502,16 @@ class Server:
                     _log.debug("list_changed not delivered", exc_info=True)
 
 
+_CAPABILITY_OF = {
+    "tools": "tools",
+    "resources": "resources",
+    "prompts": "prompts",
+    "completion": "completions",
+    "logging": "logging",
+}
+"""Method prefix -> the server capability it needs."""
+
+
 class ServerHandle:
     """A server connection running in the background (see :meth:`Server.serve_in_thread`)."""
 
@@ -549,6 +565,8 @@ class ServerSession(Session):
             "completion/complete": self._on_complete,
         }
         self.subscriptions: set[str] = set()
+        self.declared_capabilities: dict[str, Any] = {}
+        """What this server declared in its ``initialize`` answer."""
 
     def close(self, grace: float = 5.0) -> None:
         """Close the connection (cancels running handlers, joins threads)."""
@@ -565,6 +583,12 @@ class ServerSession(Session):
             return custom(self, request, request.token)
         if request.method != "initialize":
             self._require_initialized(request)
+            capability = _CAPABILITY_OF.get(request.method.partition("/")[0])
+            if capability is not None and capability not in self.declared_capabilities:
+                raise McpError(
+                    METHOD_NOT_FOUND,
+                    f"{request.method}: this server did not declare the {capability!r} capability",
+                )
         return handler(request, request.token)
 
     def _require_initialized(self, request: InboundRequest) -> None:
@@ -588,9 +612,10 @@ class ServerSession(Session):
         self.protocol_version = negotiate_version(params.get("protocolVersion"))
         self.peer_capabilities = capabilities if isinstance(capabilities, dict) else {}
         self.peer_info = info if isinstance(info, dict) else {}
+        self.declared_capabilities = self.server.capabilities()
         result: dict[str, Any] = {
             "protocolVersion": self.protocol_version,
-            "capabilities": self.server.capabilities(),
+            "capabilities": self.declared_capabilities,
             "serverInfo": {"name": self.server.name, "version": self.server.version},
         }
         if self.server.instructions:
