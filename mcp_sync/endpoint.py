@@ -523,7 +523,8 @@ class Endpoint:
                 if self._notification_handler is not None:
                     self._callbacks.submit(self._notification_handler, action.notification)
             elif isinstance(action, Dropped):
-                self.dropped[action.detail] += 1
+                with self._lock:  # several threads feed an HTTP session
+                    self.dropped[action.detail] += 1
                 _log.debug("%s: dropped (%s): %r", self.name, action.detail, action.message)
 
     def _on_progress(self, action: Progress) -> None:
