@@ -23,7 +23,7 @@ from typing import Any, Sequence, TextIO
 
 from .cancel import Cancelled
 from .client import Client
-from .errors import ConnectionClosed, McpError, RequestTimeout
+from .errors import CapabilityError, ConnectionClosed, McpError, RequestTimeout
 
 __all__ = ["main", "EXIT_INTERRUPTED", "EXIT_TIMEOUT", "EXIT_ERROR"]
 
@@ -268,6 +268,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(options.run(options, command))
     except KeyboardInterrupt:
         return EXIT_INTERRUPTED
-    except (McpError, ConnectionClosed, RequestTimeout, OSError) as exc:
+    except (McpError, ConnectionClosed, RequestTimeout, CapabilityError, OSError) as exc:
         print(f"mcp-sync: {exc}", file=sys.stderr)
         return EXIT_TIMEOUT if isinstance(exc, RequestTimeout) else EXIT_ERROR

@@ -19,6 +19,7 @@ from __future__ import annotations
 import importlib
 import logging
 import os
+import pathlib
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence, Union
 
 from pydantic import BaseModel
@@ -66,9 +67,11 @@ def _dump(value: Any) -> Any:
     return value
 
 
-def _root(value: str | Mapping[str, Any]) -> dict[str, Any]:
+def _root(value: str | os.PathLike[str] | Mapping[str, Any]) -> dict[str, Any]:
+    if isinstance(value, os.PathLike):
+        value = os.fspath(value)
     if isinstance(value, str):
-        uri = value if "://" in value else "file://" + os.path.abspath(value)
+        uri = value if "://" in value else pathlib.Path(os.path.abspath(value)).as_uri()  # percent-encoded
         return {"uri": uri}
     return dict(value)
 

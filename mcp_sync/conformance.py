@@ -113,8 +113,8 @@ class CancellationChecker:
     def _silent_after(self, name: str, send: Any) -> None:
         """Send something that must be ignored, then ping: only the ping's answer may come."""
         mark = self.recorder.mark()
-        send()
         try:
+            send()
             ping_ms = self._ping()
         except Exception as exc:
             self._add(name, False, f"the server stopped serving: {exc}")
@@ -268,15 +268,18 @@ class CancellationChecker:
 
     def run(self, slow_tool: str | None, slow_args: dict[str, Any], race_calls: int) -> list[CheckResult]:
         """Run every check; returns the results."""
-        if not self.check_initialize():
-            return self.results
-        self.check_unknown_id()
-        self.check_completed()
-        self.check_malformed()
-        if slow_tool:
-            duration = self.check_in_flight(slow_tool, slow_args)
-            if duration is not None and race_calls > 0:
-                self.check_race(slow_tool, slow_args, race_calls, duration)
+        try:
+            if not self.check_initialize():
+                return self.results
+            self.check_unknown_id()
+            self.check_completed()
+            self.check_malformed()
+            if slow_tool:
+                duration = self.check_in_flight(slow_tool, slow_args)
+                if duration is not None and race_calls > 0:
+                    self.check_race(slow_tool, slow_args, race_calls, duration)
+        except Exception as exc:  # e.g. the server died: report it in the table, not instead of it
+            self._add("the server keeps serving", False, f"the checks could not go on: {exc}")
         return self.results
 
 

@@ -41,7 +41,7 @@ def slow(seconds: float, ctx: Context) -> str:
         _run_ended.clear()
     cancelled_at: list[float] = []
     ctx.cancel_token.add_callback(lambda _t: cancelled_at.append(time.perf_counter()))
-    steps = max(1, int(seconds / 0.05))
+    steps = max(1, round(seconds / 0.05))  # int() would make 0.3 s five steps, not six
     try:
         for step in range(1, steps + 1):
             if ctx.wait(0.05):

@@ -63,7 +63,7 @@ class _HttpSession:
         self.session = session
         self.transport = transport
         self.get_lock = threading.Lock()
-        self.get_active = False
+        self.get_active = 0  # GET responses iterating the standalone stream
 
 
 class McpWsgiApp:
@@ -167,7 +167,8 @@ class McpWsgiApp:
         try:
             verdict = self.auth(environ)
         except PermissionError as exc:
-            return lambda sr: _plain(sr, "403 Forbidden", str(exc) or "forbidden")
+            detail = str(exc) or "forbidden"  # `exc` is unbound once the except block ends
+            return lambda sr: _plain(sr, "403 Forbidden", detail)
         if verdict is None or verdict is True:
             return None
         if verdict is False or verdict == 401:
@@ -257,7 +258,12 @@ class McpWsgiApp:
             parsed = parse_event_id(last)
             stream = entry.transport.stream(parsed[0]) if parsed else None
             if stream is None or parsed is None:
-                return _plain(start_response, "404 Not Found", "unknown Last-Event-ID")
+                # not 404: to a client, 404 means "your session is gone"
+                return _plain(start_response, "400 Bad Request", "unknown Last-Event-ID")
+            if stream is not entry.transport.standalone and stream.drained(parsed[1]):
+                # a request stream that ended (answered, or cancelled: no answer ever) and has
+                # nothing left to replay; 204 tells an SSE client to stop reconnecting
+                return _plain(start_response, "204 No Content", "")
             start_response("200 OK", [("Content-Type", "text/event-stream"), ("Cache-Control", "no-cache, no-transform")])
             if stream is entry.transport.standalone:
                 return self._standalone_body(entry, parsed[1])
@@ -265,20 +271,20 @@ class McpWsgiApp:
         with entry.get_lock:
             if entry.get_active:
                 return _plain(start_response, "409 Conflict", "a GET stream is already open for this session")
-            entry.get_active = True
+            entry.get_active += 1
         start_response("200 OK", [("Content-Type", "text/event-stream"), ("Cache-Control", "no-cache, no-transform")])
         return self._standalone_body(entry, None, claimed=True)
 
     def _standalone_body(self, entry: _HttpSession, after: int | None, claimed: bool = False) -> Iterator[bytes]:
         if not claimed:
             with entry.get_lock:
-                entry.get_active = True
+                entry.get_active += 1
         try:
             yield b": stream open\n\n"
             yield from entry.transport.standalone.events(after, keepalive=self.keepalive, stop=self._stopping)
         finally:
             with entry.get_lock:
-                entry.get_active = False
+                entry.get_active -= 1
 
     def _delete(self, environ: dict, start_response: StartResponse) -> Iterable[bytes]:
         entry, refusal = self._session_for(environ, start_response)
@@ -326,25 +332,33 @@ class _QuietHandler(WSGIRequestHandler):
 class HttpServerHandle:
     """A running HTTP server (see :func:`serve_http`)."""
 
-    def __init__(self, httpd: _ThreadingWSGIServer, app: McpWsgiApp, thread: threading.Thread | None) -> None:
+    def __init__(self, httpd: _ThreadingWSGIServer, app: Any, thread: threading.Thread | None) -> None:
         self._httpd = httpd
         self.app = app
         self._thread = thread
+        self._serving = thread is not None
         host, port = httpd.server_address[:2]
         self.host = str(host)
         self.port = int(port)
-        self.url = f"http://{self.host if ':' not in self.host else '[' + self.host + ']'}:{self.port}/mcp"
+        path = getattr(app, "path", None) or "/mcp"
+        self.url = f"http://{self.host if ':' not in self.host else '[' + self.host + ']'}:{self.port}{path}"
 
     def stop(self) -> None:
-        """Close every session, stop serving, and join the server thread."""
-        self.app.close()
-        self._httpd.shutdown() if self._thread is not None else None
+        """Close every session (if the app is an :class:`McpWsgiApp`, or has ``close()``),
+        stop serving, and join the server thread. An MCP app mounted inside another WSGI
+        app (Flask, say) is closed by its owner: call its ``close()`` too."""
+        close = getattr(self.app, "close", None)
+        if callable(close):
+            close()
+        if self._serving:
+            self._httpd.shutdown()
         self._httpd.server_close()
         if self._thread is not None:
             self._thread.join(5)
 
     def serve_forever(self) -> None:
         """Serve in this thread until :meth:`stop` (from another thread) or Ctrl-C."""
+        self._serving = True
         self._httpd.serve_forever(poll_interval=0.1)
 
     def __enter__(self) -> HttpServerHandle:
@@ -355,15 +369,15 @@ class HttpServerHandle:
 
 
 def serve_http(
-    app: McpWsgiApp,
+    app: McpWsgiApp | Callable[..., Iterable[bytes]],
     host: str = "127.0.0.1",
     port: int = 0,
     *,
     in_thread: bool = True,
 ) -> HttpServerHandle:
-    """Serve ``app`` with the standard library's threaded WSGI server (one thread per
-    connection). ``port=0`` picks a free port; the handle's ``url`` says which.
-    Binds to 127.0.0.1 unless told otherwise."""
+    """Serve ``app`` (an :class:`McpWsgiApp`, or any WSGI app that mounts one) with the
+    standard library's threaded WSGI server (one thread per connection). ``port=0`` picks a
+    free port; the handle's ``url`` says which. Binds to 127.0.0.1 unless told otherwise."""
     httpd = make_server(host, port, app, server_class=_ThreadingWSGIServer, handler_class=_QuietHandler)
     thread = None
     if in_thread:

@@ -54,9 +54,13 @@ def is_valid_id(value: object) -> bool:
     return t is str or t is int
 
 
-def id_key(value: RequestId) -> tuple[bool, RequestId]:
-    """A hashable key that keeps ``"7"`` and ``7`` apart (and ``True`` away from ``1``)."""
-    return (type(value) is str, value)
+def id_key(value: RequestId) -> tuple[type, RequestId]:
+    """A hashable key that keeps ``"7"`` and ``7`` apart (and ``True`` away from ``1``).
+
+    The key holds the value's type: ``(int, 1)`` and ``(bool, True)`` differ, although
+    ``1 == True`` in Python.
+    """
+    return (type(value), value)
 
 
 def error_object(code: int, message: str, data: Any = None) -> dict[str, Any]:

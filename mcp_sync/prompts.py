@@ -49,12 +49,17 @@ def _dump(model: BaseModel) -> dict[str, Any]:
     return data
 
 
+_ROLES = ("user", "assistant")
+
+
 def _message(value: Any) -> dict[str, Any]:
     if isinstance(value, BaseModel):
         value = _dump(value)
     if isinstance(value, str):
         return {"role": "user", "content": {"type": "text", "text": value}}
     if isinstance(value, dict) and "role" in value:
+        if value["role"] not in _ROLES:
+            raise ValueError(f"a prompt message's role must be 'user' or 'assistant', not {value['role']!r}")
         content = value.get("content")
         if isinstance(content, str):
             return {"role": value["role"], "content": {"type": "text", "text": content}}
@@ -71,10 +76,17 @@ def to_prompt_result(value: Any, description: str | None) -> dict[str, Any]:
 
     A ``str`` is one user message; a message dict/model (``role`` and ``content``, where the
     content may be a plain string) is one message; a list of these is several messages; a
-    ``GetPromptResult`` is used as it is.
+    ``GetPromptResult`` (or a dict shaped like one, with ``messages``) is used as it is, its
+    messages normalised like the others.
     """
     if isinstance(value, BaseModel) and type(value).__name__ == "GetPromptResult":
         return _dump(value)
+    if isinstance(value, dict) and "messages" in value and "role" not in value and "type" not in value:
+        result = dict(value)
+        result["messages"] = [_message(item) for item in value["messages"]]
+        if description and "description" not in result:
+            result["description"] = description
+        return result
     items = value if isinstance(value, (list, tuple)) else [value]
     result: dict[str, Any] = {"messages": [_message(item) for item in items]}
     if description:

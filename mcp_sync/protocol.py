@@ -221,9 +221,9 @@ class Protocol:
 
     def __init__(self, token_factory: Callable[[], Any]) -> None:
         self._token_factory = token_factory
-        self._inbound: dict[tuple[bool, RequestId], InboundRequest] = {}
+        self._inbound: dict[tuple[type, RequestId], InboundRequest] = {}
         self._outbound: dict[int, OutboundRequest] = {}
-        self._progress: dict[tuple[bool, RequestId], OutboundRequest] = {}
+        self._progress: dict[tuple[type, RequestId], OutboundRequest] = {}
         self._ids = itertools.count(1)
         self._recent_cancels: deque[int] = deque(maxlen=_RECENT_CANCELS)
         self._recent_cancel_set: set[int] = set()

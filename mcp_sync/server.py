@@ -23,19 +23,21 @@ bounded worker pool with a :class:`~mcp_sync.context.Context` injected by annota
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import logging
 import signal
 import sys
 import threading
+import uuid
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, Iterable, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, TypeVar
 
 from . import deadlines
 from .cancel import Cancelled, CancelToken
 from .context import Context
 from .endpoint import Endpoint
-from .errors import McpError
+from .errors import CapabilityError, McpError
 from .handlers import Signature, inspect_handler, json_schema_of
 from .jsonrpc import INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND, RESOURCE_NOT_FOUND, Notification, RequestId
 from .prompts import RegisteredPrompt, to_prompt_result
@@ -463,8 +465,11 @@ class Server:
         in_main = threading.current_thread() is threading.main_thread()
         if in_main:
             previous = signal.signal(signal.SIGTERM, lambda *_: stop.set())
-        session = self.connect(transport)
+        # the reader starts inside the try: it may serve requests before start() returns,
+        # and a Ctrl-C in that window must still close the session cleanly
+        session = self.connect(transport, read=False)
         try:
+            session.endpoint.start()
             while not stop.is_set() and not session.endpoint.wait_closed(0.1):
                 pass
         except KeyboardInterrupt:
@@ -844,8 +849,8 @@ class ServerSession(Session):
         params: dict[str, Any] = {"message": message}
         if url is not None:
             if not self.peer_supports("elicitation", "url"):
-                raise McpError(INVALID_PARAMS, "the client does not support URL-mode elicitation")
-            params.update({"mode": "url", "url": url, "elicitationId": elicitation_id or ""})
+                raise CapabilityError("elicitation/create in URL mode needs the client's 'elicitation.url' capability")
+            params.update({"mode": "url", "url": url, "elicitationId": elicitation_id or uuid.uuid4().hex})
         else:
             params["requestedSchema"] = requested_schema or {"type": "object", "properties": {}}
         result = self.send_request(
@@ -869,38 +874,42 @@ class RequestScope:
         """The underlying session."""
         return self._session
 
-    def _token_for(self, cancel_token: CancelToken | None) -> CancelToken:
+    @contextlib.contextmanager
+    def _linked(self, cancel_token: CancelToken | None) -> Iterator[CancelToken]:
+        """The handler's token, or a child of it that ``cancel_token`` also cancels (the
+        link is removed afterwards, so a long-lived token does not collect callbacks)."""
         if cancel_token is None:
-            return self._token
+            yield self._token
+            return
         linked = self._token.child()
-        cancel_token.add_callback(lambda t: linked.cancel(t.reason))
-        return linked
+
+        def forward(token: CancelToken) -> None:
+            linked.cancel(token.reason)
+
+        cancel_token.add_callback(forward)
+        try:
+            yield linked
+        finally:
+            cancel_token.remove_callback(forward)
 
     def list_roots(self, *, timeout: float | None = None, cancel_token: CancelToken | None = None) -> list[dict[str, Any]]:
         """See :meth:`ServerSession.list_roots`."""
-        return self._session.list_roots(
-            timeout=timeout, cancel_token=self._token_for(cancel_token), related_request=self._request_id
-        )
+        with self._linked(cancel_token) as token:
+            return self._session.list_roots(timeout=timeout, cancel_token=token, related_request=self._request_id)
 
     def create_message(self, messages: Iterable[dict[str, Any]], *, max_tokens: int, cancel_token: CancelToken | None = None, **kwargs: Any) -> dict[str, Any]:
         """See :meth:`ServerSession.create_message`."""
-        return self._session.create_message(
-            messages,
-            max_tokens=max_tokens,
-            cancel_token=self._token_for(cancel_token),
-            related_request=self._request_id,
-            **kwargs,
-        )
+        with self._linked(cancel_token) as token:
+            return self._session.create_message(
+                messages, max_tokens=max_tokens, cancel_token=token, related_request=self._request_id, **kwargs
+            )
 
     def elicit(self, message: str, requested_schema: dict[str, Any] | None = None, *, cancel_token: CancelToken | None = None, **kwargs: Any) -> dict[str, Any]:
         """See :meth:`ServerSession.elicit`."""
-        return self._session.elicit(
-            message,
-            requested_schema,
-            cancel_token=self._token_for(cancel_token),
-            related_request=self._request_id,
-            **kwargs,
-        )
+        with self._linked(cancel_token) as token:
+            return self._session.elicit(
+                message, requested_schema, cancel_token=token, related_request=self._request_id, **kwargs
+            )
 
     def ping(self, *, timeout: float | None = None) -> None:
         """Ping the client."""
@@ -928,7 +937,7 @@ class McpLogHandler(logging.Handler):
         self.server = server
 
     def emit(self, record: logging.LogRecord) -> None:
-        if record.name.startswith("mcp_sync"):
+        if record.name == "mcp_sync" or record.name.startswith("mcp_sync."):
             return
         level = next((name for number, name in _LEVELS if record.levelno >= number), "debug")
         try:

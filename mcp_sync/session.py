@@ -81,7 +81,9 @@ class Session:
             return False
         if sub is None:
             return True
-        return isinstance(value, Mapping) and bool(value.get(sub))
+        # a sub-capability is declared by presence: {"url": {}} counts, only absent/false do not
+        inner = value.get(sub) if isinstance(value, Mapping) else None
+        return inner is not None and inner is not False
 
     def require_capability(self, capability: str, what: str) -> None:
         """Raise :class:`~mcp_sync.errors.CapabilityError` unless the peer declared it."""

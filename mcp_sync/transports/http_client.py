@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import logging
 import queue
+import socket
 import threading
 from typing import Any, Mapping
 
@@ -87,15 +88,23 @@ class HttpClientTransport:
         self._threads: set[threading.Thread] = set()
         self._closed = threading.Event()
         self._get_started = False
+        self._failure: BaseException | None = None
+        # ids of our requests we cancelled: their streams end without an answer, by design
+        self._cancelled: set[tuple[bool, Any]] = set()
         self.session_id: str | None = None
         self.protocol_version: str | None = None
 
     # -- transport interface ------------------------------------------------------------------
     def read_line(self) -> bytes | None:
-        """The next message from any stream; ``None`` once closed."""
+        """The next message from any stream; ``None`` once closed. Raises the
+        :class:`SessionEnded` (or other :class:`~mcp_sync.errors.ConnectionClosed`) that
+        ended the connection when a stream learnt it (a 404 while resuming, say)."""
         if self._closed.is_set():
             return None
-        return self._inbox.get()
+        item = self._inbox.get()
+        if item is None and self._failure is not None:
+            raise self._failure
+        return item
 
     def write(self, data: bytes) -> None:
         """POST one message; start reading its answer stream if it is a request."""
@@ -103,6 +112,11 @@ class HttpClientTransport:
             raise ConnectionClosed("the HTTP transport is closed")
         message = json.loads(data)
         is_request = isinstance(message, dict) and "method" in message and "id" in message
+        if isinstance(message, dict) and message.get("method") == "notifications/cancelled":
+            params = message.get("params")
+            if isinstance(params, dict) and "requestId" in params:
+                with self._lock:
+                    self._cancelled.add(_key(params["requestId"]))
         httpx = _httpx()
         request = self._client.build_request("POST", self.url, content=data.rstrip(b"\n"), headers=self._request_headers())
         try:
@@ -147,10 +161,7 @@ class HttpClientTransport:
             responses = list(self._responses)
             threads = list(self._threads)
         for response in responses:
-            try:
-                response.close()
-            except Exception:
-                pass
+            _abort(response)
         self._inbox.put(None)
         current = threading.current_thread()
         for thread in threads:
@@ -182,6 +193,14 @@ class HttpClientTransport:
         if status == 403:
             raise HttpError(403, f"the server refused access (HTTP 403): {detail}".rstrip(": "))
         raise HttpError(status, f"HTTP {status} from {self.url}: {detail}".rstrip(": "))
+
+    def _fail(self, failure: BaseException) -> None:
+        """End the connection: the endpoint's reader gets ``failure`` from :meth:`read_line`."""
+        with self._lock:
+            if self._failure is not None or self._closed.is_set():
+                return
+            self._failure = failure
+        self._inbox.put(None)
 
     def _deliver(self, data: bytes) -> None:
         if self.protocol_version is None:
@@ -240,10 +259,19 @@ class HttpClientTransport:
 
     def _read_stream(self, response: Any, request_id: Any) -> None:
         parser = SseParser()
-        if self._consume(response, parser, request_id):
-            return
-        # the stream ended without the answer: resume it with Last-Event-ID
-        self._resume(parser, request_id)
+        try:
+            if self._consume(response, parser, request_id) or self._was_cancelled(request_id):
+                return
+            # the stream ended without the answer: resume it with Last-Event-ID
+            self._resume(parser, request_id)
+        finally:
+            with self._lock:
+                self._cancelled.discard(_key(request_id))
+
+    def _was_cancelled(self, request_id: Any) -> bool:
+        """True if we cancelled ``request_id``: its stream ends with no answer, by design."""
+        with self._lock:
+            return _key(request_id) in self._cancelled
 
     def _resume(self, parser: SseParser, request_id: Any) -> None:
         attempts = 0
@@ -252,13 +280,18 @@ class HttpClientTransport:
             delay = (parser.retry_ms / 1000) if parser.retry_ms else self._reconnect_delay
             if self._closed.wait(delay):
                 return
-            response = self._get(parser.last_event_id)
+            response, _ = self._get(parser.last_event_id)
             if response is None:
+                if self._failure is not None:
+                    return
                 continue
-            if self._consume(response, parser, request_id):
+            if self._consume(response, parser, request_id) or self._was_cancelled(request_id):
                 return
 
-    def _get(self, last_event_id: str | None) -> Any:
+    def _get(self, last_event_id: str | None) -> tuple[Any, Any]:
+        """Open a GET stream: ``(response, None)``, or ``(None, why)`` with an HTTP status or
+        an httpx error. A 404 means the server ended the session: the connection fails with
+        :class:`SessionEnded`."""
         headers = self._request_headers(accept="text/event-stream")
         headers.pop("Content-Type", None)
         if last_event_id:
@@ -266,12 +299,21 @@ class HttpClientTransport:
         httpx = _httpx()
         try:
             response = self._client.send(self._client.build_request("GET", self.url, headers=headers), stream=True)
-        except httpx.HTTPError:
-            return None
-        if response.status_code != 200 or not response.headers.get("content-type", "").startswith("text/event-stream"):
+        except httpx.HTTPError as exc:
+            return None, exc
+        status = response.status_code
+        if status == 404 and self.session_id is not None:
+            try:
+                self._check(response)
+            except SessionEnded as exc:
+                self._fail(exc)
+            finally:
+                response.close()
+            return None, status
+        if status != 200 or not response.headers.get("content-type", "").startswith("text/event-stream"):
             response.close()
-            return None
-        return response
+            return None, status
+        return response, None
 
     def _start_get_stream(self) -> None:
         if not self._open_get or self._get_started:
@@ -280,12 +322,20 @@ class HttpClientTransport:
         self._start(self._hold_get_stream, "mcp_sync-http-get-stream")
 
     def _hold_get_stream(self) -> None:
+        httpx = _httpx()
         parser = SseParser()
         failures = 0
-        while not self._closed.is_set() and failures <= self._reconnect_attempts:
-            response = self._get(parser.last_event_id)
+        while not self._closed.is_set() and self._failure is None:
+            response, error = self._get(parser.last_event_id)
             if response is None:
+                if error == 405 or self._failure is not None:
+                    return  # the server offers no GET stream, or the session ended
                 failures += 1
+                if failures > self._reconnect_attempts:
+                    if isinstance(error, httpx.TransportError):
+                        # the server is gone: fail the pending calls rather than leave them hanging
+                        self._fail(ConnectionClosed(f"lost the connection to {self.url}: {error}"))
+                    return
                 if self._closed.wait(self._reconnect_delay * failures):
                     return
                 continue
@@ -293,6 +343,26 @@ class HttpClientTransport:
             self._consume(response, parser)
             if self._closed.wait(self._reconnect_delay):
                 return
+
+
+def _key(request_id: Any) -> tuple[bool, Any]:
+    return (type(request_id) is str, request_id)
+
+
+def _abort(response: Any) -> None:
+    """Close a streaming response from another thread. Closing alone does not wake a thread
+    blocked reading it; shutting the socket down does."""
+    try:
+        stream = response.extensions.get("network_stream")
+        sock = stream.get_extra_info("socket") if stream is not None else None
+        if sock is not None:
+            sock.shutdown(socket.SHUT_RDWR)
+    except Exception:
+        pass
+    try:
+        response.close()
+    except Exception:
+        pass
 
 
 def _answers(data: bytes, request_id: Any) -> bool:

@@ -34,8 +34,8 @@ class HttpSessionTransport:
         self.session_id = session_id
         self._replay = replay
         self._lock = threading.Lock()
-        self._by_request: dict[tuple[bool, RequestId], EventStream] = {}
-        self._json_mode: set[tuple[bool, RequestId]] = set()
+        self._by_request: dict[tuple[type, RequestId], EventStream] = {}
+        self._json_mode: set[tuple[type, RequestId]] = set()
         self._streams: OrderedDict[str, EventStream] = OrderedDict()
         self.standalone = EventStream("s-" + secrets.token_hex(4), replay)
         self._streams[self.standalone.id] = self.standalone

@@ -64,6 +64,12 @@ class EventStream:
         """True while an HTTP response is iterating the stream."""
         return self._consumers > 0
 
+    def drained(self, after: int) -> bool:
+        """True when the stream ended and has no event after sequence number ``after``:
+        resuming it would deliver nothing, ever."""
+        with self._cond:
+            return self._ended and self._seq <= after
+
     def push(self, data: bytes, *, last: bool = False) -> bool:
         """Add an event (``last=True`` also ends the stream). False if already ended."""
         with self._cond:

@@ -1,0 +1,103 @@
+"""Benchmark scenarios with the mcp_sync client; prints one JSON object.
+
+    python run_mcp_sync.py SPAWN_TIME N (--url URL | -- CMD ...)
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import sys
+import threading
+import time
+import tracemalloc
+
+T_START = float(sys.argv[1])
+N = int(sys.argv[2])
+
+from mcp_sync import Client  # noqa: E402  (imported after noting the start, as users would)
+
+
+def rss_kib() -> int:
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * 4
+
+
+def rate(fn, count: int) -> float:
+    start = time.perf_counter()
+    for _ in range(count):
+        fn()
+    return count / (time.perf_counter() - start)
+
+
+def main() -> None:
+    args = sys.argv[3:]
+    if args[0] == "--url":
+        client = Client.http(args[1])
+        transport = "http"
+    else:
+        client = Client.stdio(args[args.index("--") + 1 :], stderr="discard")
+        transport = "stdio"
+    out: dict[str, object] = {"connect_init_s": time.time() - T_START}
+    with client:
+        kib1, kib100 = "x" * 1024, "x" * (100 * 1024)
+        client.ping()
+        out["ping_rps"] = rate(client.ping, N)
+        out["call_1k_rps"] = rate(lambda: client.call_tool("echo", {"text": kib1}), N)
+        if transport == "stdio":
+            out["call_100k_rps"] = rate(lambda: client.call_tool("echo", {"text": kib100}), max(50, N // 10))
+            # 8 concurrent callers
+            per = N // 8
+            barrier = threading.Barrier(9)
+
+            def worker() -> None:
+                barrier.wait()
+                for _ in range(per):
+                    client.call_tool("echo", {"text": kib1})
+
+            threads = [threading.Thread(target=worker) for _ in range(8)]
+            for t in threads:
+                t.start()
+            barrier.wait()
+            start = time.perf_counter()
+            for t in threads:
+                t.join()
+            out["concurrent8_rps"] = per * 8 / (time.perf_counter() - start)
+
+        # cancellation latency: cancel -> the handler observes it
+        cancel_times: list[int] = []
+        for _ in range(max(20, N // 50)):
+            started = threading.Event()
+            call = client.call_tool_future("probe", {}, on_progress=lambda *_: started.set())
+            if not started.wait(10):
+                raise RuntimeError("probe did not start")
+            cancel_times.append(time.monotonic_ns())
+            call.cancel("benchmark")
+        observed: list[int] = []
+        deadline = time.monotonic() + 10
+        while len(observed) < len(cancel_times) and time.monotonic() < deadline:
+            observed = client.call_tool("probe_times").structured_content["result"]  # type: ignore[index]
+        lat = [(o - c) / 1e6 for o, c in zip(observed[-len(cancel_times):], cancel_times)]
+        out["cancel_median_ms"] = statistics.median(lat)
+        out["cancel_p95_ms"] = statistics.quantiles(lat, n=20)[-1]
+
+        if transport == "stdio":
+            # 1,000 calls in flight
+            threads_before = threading.active_count()
+            tracemalloc.start()
+            base = tracemalloc.take_snapshot()
+            rss0 = rss_kib()
+            calls = [client.call_tool_future("hold", {}) for _ in range(1000)]
+            snap = tracemalloc.take_snapshot()
+            grown = sum(s.size_diff for s in snap.compare_to(base, "filename"))
+            out["inflight_kib_per_call"] = grown / 1000 / 1024
+            out["inflight_rss_kib_per_call"] = (rss_kib() - rss0) / 1000
+            out["inflight_threads"] = threading.active_count()
+            out["threads_before"] = threads_before
+            tracemalloc.stop()
+            for call in calls:
+                call.cancel("benchmark done")
+    print(json.dumps(out))
+
+
+main()

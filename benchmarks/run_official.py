@@ -1,0 +1,112 @@
+"""Benchmark scenarios with the official MCP SDK client; prints one JSON object.
+
+    python run_official.py SPAWN_TIME N (--url URL | -- CMD ...)
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import sys
+import threading
+import time
+import tracemalloc
+import warnings
+
+T_START = float(sys.argv[1])
+N = int(sys.argv[2])
+
+import anyio  # noqa: E402
+from mcp import Client, StdioServerParameters, stdio_client  # noqa: E402
+from mcp.client.streamable_http import streamable_http_client  # noqa: E402
+
+warnings.simplefilter("ignore")
+
+
+def rss_kib() -> int:
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * 4
+
+
+async def rate(fn, count: int) -> float:
+    start = time.perf_counter()
+    for _ in range(count):
+        await fn()
+    return count / (time.perf_counter() - start)
+
+
+async def main() -> None:
+    args = sys.argv[3:]
+    if args[0] == "--url":
+        transport, target = "http", streamable_http_client(args[1])
+    else:
+        cmd = args[args.index("--") + 1 :]
+        transport = "stdio"
+        target = stdio_client(StdioServerParameters(command=cmd[0], args=cmd[1:]))
+    out: dict[str, object] = {}
+    async with Client(target, mode="legacy") as client:
+        out["connect_init_s"] = time.time() - T_START
+        kib1, kib100 = "x" * 1024, "x" * (100 * 1024)
+        await client.send_ping()
+        out["ping_rps"] = await rate(client.send_ping, N)
+        out["call_1k_rps"] = await rate(lambda: client.call_tool("echo", {"text": kib1}), N)
+        if transport == "stdio":
+            out["call_100k_rps"] = await rate(lambda: client.call_tool("echo", {"text": kib100}), max(50, N // 10))
+            per = N // 8
+
+            async def worker() -> None:
+                for _ in range(per):
+                    await client.call_tool("echo", {"text": kib1})
+
+            start = time.perf_counter()
+            async with anyio.create_task_group() as tg:
+                for _ in range(8):
+                    tg.start_soon(worker)
+            out["concurrent8_rps"] = per * 8 / (time.perf_counter() - start)
+
+        cancel_times: list[int] = []
+        for _ in range(max(20, N // 50)):
+            started = anyio.Event()
+
+            async def on_progress(progress, total, message, started=started) -> None:
+                started.set()
+
+            async def call() -> None:
+                await client.call_tool("probe", {}, progress_callback=on_progress)
+
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(call)
+                with anyio.fail_after(10):
+                    await started.wait()
+                cancel_times.append(time.monotonic_ns())
+                tg.cancel_scope.cancel()
+        observed: list[int] = []
+        deadline = time.monotonic() + 10
+        while len(observed) < len(cancel_times) and time.monotonic() < deadline:
+            result = await client.call_tool("probe_times", {})
+            observed = result.structured_content["result"]
+        lat = [(o - c) / 1e6 for o, c in zip(observed[-len(cancel_times):], cancel_times)]
+        out["cancel_median_ms"] = statistics.median(lat)
+        out["cancel_p95_ms"] = statistics.quantiles(lat, n=20)[-1]
+
+        if transport == "stdio":
+            threads_before = threading.active_count()
+            tracemalloc.start()
+            base = tracemalloc.take_snapshot()
+            rss0 = rss_kib()
+            async with anyio.create_task_group() as tg:
+                for _ in range(1000):
+                    tg.start_soon(client.call_tool, "hold", {})
+                await anyio.sleep(1.0)  # let every task send its request
+                snap = tracemalloc.take_snapshot()
+                grown = sum(s.size_diff for s in snap.compare_to(base, "filename"))
+                out["inflight_kib_per_call"] = grown / 1000 / 1024
+                out["inflight_rss_kib_per_call"] = (rss_kib() - rss0) / 1000
+                out["inflight_threads"] = threading.active_count()
+                out["threads_before"] = threads_before
+                tracemalloc.stop()
+                tg.cancel_scope.cancel()
+    print(json.dumps(out))
+
+
+anyio.run(main)
