@@ -450,3 +450,42 @@ def test_fd_line_reader_wake_before_read():
     finally:
         os.close(r)
         os.close(w)
+
+
+# =========================================================================================
+# descriptors that cannot be polled, and the child's own session
+# =========================================================================================
+@pytest.mark.parametrize("source", ["regular file", "/dev/null"])
+def test_fd_line_reader_reads_descriptors_that_cannot_be_polled(tmp_path, source):
+    if source == "regular file":
+        path = tmp_path / "requests.jsonl"
+        path.write_bytes(b'{"a":1}\r\n{"b":2}\nlast line without newline')
+        expected = [b'{"a":1}', b'{"b":2}', b"last line without newline"]
+    else:
+        path = Path(os.devnull)
+        expected = []
+    with open(path, "rb") as f:
+        reader = FdLineReader(f.fileno())
+        got = []
+        while (line := reader.read_line()) is not None:
+            got.append(line)
+    assert got == expected
+
+
+def test_child_runs_in_its_own_session_so_terminal_ctrl_c_does_not_reach_it(spawn):
+    transport = spawn(ECHO, stderr="discard")
+    assert read_line_within(transport) == b"ready"
+    child = transport.process.pid
+    assert os.getsid(child) == child, "the child leads a session of its own"
+    assert os.getpgid(child) != os.getpgid(0), "a Ctrl-C sent to our process group cannot reach it"
+    transport.write(b"still here\n")
+    assert read_line_within(transport) == b"still here"
+    transport.close()
+    assert transport.process.returncode == 0
+
+
+def test_child_can_share_our_session_when_asked(spawn):
+    transport = spawn(ECHO, stderr="discard", new_session=False)
+    assert read_line_within(transport) == b"ready"
+    assert os.getpgid(transport.process.pid) == os.getpgid(0)
+    transport.close()

@@ -44,6 +44,8 @@ class FdLineReader:
 
     :meth:`wake` makes a blocked :meth:`read_line` return ``None`` (a self-pipe watched
     together with the descriptor), so a reader thread can always be stopped and joined.
+    A descriptor that cannot be polled (a regular file, ``/dev/null``) never blocks, so it
+    is read directly.
     """
 
     def __init__(self, fd: int, chunk_size: int = 1 << 16) -> None:
@@ -55,7 +57,11 @@ class FdLineReader:
         self._woken = False
         self._wake_r, self._wake_w = os.pipe()
         self._selector = selectors.DefaultSelector()
-        self._selector.register(fd, selectors.EVENT_READ)
+        self._pollable = True
+        try:
+            self._selector.register(fd, selectors.EVENT_READ)
+        except (OSError, ValueError):  # regular files: always readable, never block
+            self._pollable = False
         self._selector.register(self._wake_r, selectors.EVENT_READ)
         self._lock = threading.Lock()
         self._released = False
@@ -68,7 +74,7 @@ class FdLineReader:
             if self._eof or self._woken:
                 self.release()
                 return None
-            ready = self._selector.select()
+            ready = self._selector.select() if self._pollable else self._selector.select(0)
             for key, _ in ready:
                 if key.fd == self._wake_r:
                     self._woken = True

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import os
+import signal
 import subprocess
 import threading
 from collections import deque
@@ -33,6 +34,10 @@ class SubprocessTransport:
         cwd: working directory of the child.
         stderr: ``"inherit"`` (default), ``"capture"`` (kept in :attr:`stderr_lines`, the last
             1,000 lines), ``"discard"``, or a callable that receives each decoded line.
+        new_session: start the child in a session of its own (POSIX), so that a Ctrl-C at
+            the terminal reaches only this process, which cancels its calls on the wire and
+            shuts the child down in order; SIGTERM and SIGKILL then go to the child's whole
+            process group.
         close_grace: seconds to wait after closing stdin before SIGTERM.
         terminate_grace: seconds to wait after SIGTERM before SIGKILL.
     """
@@ -44,12 +49,14 @@ class SubprocessTransport:
         env: Mapping[str, str] | None = None,
         cwd: str | os.PathLike[str] | None = None,
         stderr: StderrMode = "inherit",
+        new_session: bool = True,
         close_grace: float = 2.0,
         terminate_grace: float = 2.0,
     ) -> None:
         if not command:
             raise ValueError("command must not be empty")
         self.command = list(command)
+        self._group = new_session and os.name == "posix"
         self.close_grace = close_grace
         self.terminate_grace = terminate_grace
         self.stderr_lines: deque[str] = deque(maxlen=1000)
@@ -75,6 +82,7 @@ class SubprocessTransport:
             env=full_env,
             cwd=cwd,
             bufsize=0,
+            start_new_session=self._group,
         )
         assert self.process.stdin is not None and self.process.stdout is not None
         self._stdin = self.process.stdin
@@ -123,6 +131,15 @@ class SubprocessTransport:
                 _log.exception("stderr callback failed")
         stream.close()
 
+    def _signal(self, signum: int) -> None:
+        try:
+            if self._group:
+                os.killpg(self.process.pid, signum)
+            else:
+                self.process.send_signal(signum)
+        except (ProcessLookupError, PermissionError):
+            pass
+
     def close(self) -> None:
         """Close stdin, then SIGTERM, then SIGKILL, each after its grace period; reap the child."""
         with self._close_lock:
@@ -139,12 +156,12 @@ class SubprocessTransport:
             proc.wait(self.close_grace)
         except subprocess.TimeoutExpired:
             _log.debug("server %s did not exit after stdin closed; terminating", proc.pid)
-            proc.terminate()
+            self._signal(signal.SIGTERM)
             try:
                 proc.wait(self.terminate_grace)
             except subprocess.TimeoutExpired:
                 _log.warning("server %s ignored SIGTERM; killing", proc.pid)
-                proc.kill()
+                self._signal(signal.SIGKILL)
                 proc.wait()
         self._reader.wake()
         if self._stderr_thread is not None and self._stderr_thread is not threading.current_thread():
