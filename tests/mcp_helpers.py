@@ -82,10 +82,20 @@ class RecordingTransport:
     def close(self) -> None:
         self.inner.close()
 
-    def wait_for(self, predicate: Callable[[RecordingTransport], bool], what: str, timeout: float = WAIT) -> None:
+    def wait_for(self, predicate: Callable[[RecordingTransport], Any], what: str, timeout: float = WAIT) -> Any:
+        """Wait until ``predicate(self)`` is truthy and return its value; fail with the wire."""
+        box: list[Any] = []
+
+        def check() -> bool:
+            value = predicate(self)
+            if value:
+                box.append(value)
+            return bool(value)
+
         with self._cond:
-            ok = self._cond.wait_for(lambda: predicate(self), timeout)
+            ok = self._cond.wait_for(check, timeout)
         assert ok, f"timed out after {timeout} s waiting for {what}; sent={self.sent!r} received={self.received!r}"
+        return box[-1]
 
     def snapshot(self) -> tuple[list[Any], list[Any]]:
         with self._cond:

@@ -16,13 +16,13 @@ the cancelled request could have produced would already be on the wire, in order
 
 from __future__ import annotations
 
-import json
 import threading
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
+from mcp_helpers import RecordingTransport, wait_event  # noqa: F401  (re-exported for the tests)
 from mcp_sync import Client, Server, ServerHandle, memory_pair
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -32,64 +32,9 @@ WAIT = 5.0
 """Bound of every wait (a wait that expires is a test failure)."""
 
 
-def wait_event(event: threading.Event, what: str, timeout: float = WAIT) -> None:
-    """Wait for ``event``; fail with a message if it is not set within ``timeout``."""
-    assert event.wait(timeout), f"timed out after {timeout} s waiting for {what}"
-
-
-class Wire:
-    """A transport wrapper recording decoded messages: ``sent`` (written by this end) and
-    ``received`` (read by this end)."""
-
-    def __init__(self, inner: Any) -> None:
-        self.inner = inner
-        self.sent: list[Any] = []
-        self.received: list[Any] = []
-        self._cond = threading.Condition()
-
-    @staticmethod
-    def _decode(data: bytes) -> Any:
-        try:
-            return json.loads(data)
-        except ValueError:
-            return data
-
-    def read_line(self) -> bytes | None:
-        line = self.inner.read_line()
-        if line is not None and line.strip():
-            with self._cond:
-                self.received.append(self._decode(line))
-                self._cond.notify_all()
-        return line
-
-    def write(self, data: bytes) -> None:
-        entry = self._decode(data)
-        with self._cond:  # recorded before the peer can react to it
-            self.sent.append(entry)
-            self._cond.notify_all()
-        self.inner.write(data)
-
-    def close(self) -> None:
-        self.inner.close()
-
-    def wait_for(self, predicate: Callable[[Wire], Any], what: str, timeout: float = WAIT) -> Any:
-        """Wait until ``predicate(self)`` is truthy and return its value; fail otherwise."""
-        box: list[Any] = []
-
-        def check() -> bool:
-            value = predicate(self)
-            if value:
-                box.append(value)
-            return bool(value)
-
-        with self._cond:
-            ok = self._cond.wait_for(check, timeout)
-        assert ok, f"timed out after {timeout} s waiting for {what}; sent={self.sent!r} received={self.received!r}"
-        return box[-1]
-
-    def snapshot(self) -> tuple[list[Any], list[Any]]:
-        with self._cond:
-            return list(self.sent), list(self.received)
+Wire = RecordingTransport
+"""A transport wrapper recording decoded messages: ``sent`` (written by this end) and
+``received`` (read by this end)."""
 
 
 def requests(messages: list[Any], method: str) -> list[dict[str, Any]]:

@@ -18,6 +18,8 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
+from mcp_helpers import RecordingTransport
+
 PY = sys.executable
 """The interpreter that runs the tests; it must have the official ``mcp`` SDK installed."""
 
@@ -81,48 +83,12 @@ def cancelled_ids(messages: Sequence[Any]) -> list[Any]:
     ]
 
 
-class WireRecorder:
+class WireRecorder(RecordingTransport):
     """Wraps a transport; records decoded messages: ``sent`` (by us) and ``received``."""
 
-    def __init__(self, inner: Any) -> None:
-        self.inner = inner
-        self.sent: list[Any] = []
-        self.received: list[Any] = []
-        self._cond = threading.Condition()
-
-    @staticmethod
-    def _decode(data: bytes) -> Any:
-        try:
-            return json.loads(data)
-        except ValueError:
-            return data
-
-    def read_line(self) -> bytes | None:
-        line = self.inner.read_line()
-        if line is not None and line.strip():
-            with self._cond:
-                self.received.append(self._decode(line))
-                self._cond.notify_all()
-        return line
-
-    def write(self, data: bytes) -> None:
-        with self._cond:  # recorded even if the write then fails: an attempt counts
-            self.sent.append(self._decode(data))
-            self._cond.notify_all()
-        self.inner.write(data)
-
-    def close(self) -> None:
-        self.inner.close()
-
-    def snapshot(self) -> tuple[list[Any], list[Any]]:
-        with self._cond:
-            return list(self.sent), list(self.received)
-
-    def wait_for(self, predicate: Callable[[list[Any], list[Any]], bool], what: str, timeout: float = WAIT) -> None:
+    def wait_for(self, predicate: Callable[[list[Any], list[Any]], Any], what: str, timeout: float = WAIT) -> Any:  # type: ignore[override]
         """Wait until ``predicate(sent, received)`` holds; fail with the wire if it does not."""
-        with self._cond:
-            ok = self._cond.wait_for(lambda: predicate(self.sent, self.received), timeout)
-            assert ok, f"timed out after {timeout} s waiting for {what}; sent={self.sent!r} received={self.received!r}"
+        return super().wait_for(lambda wire: predicate(wire.sent, wire.received), what, timeout)
 
     def sent_requests(self, method: str) -> list[dict[str, Any]]:
         with self._cond:
