@@ -50,8 +50,8 @@ __all__ = ["McpWsgiApp", "HttpServerHandle", "serve_http", "AuthHook"]
 _log = logging.getLogger("mcp_sync.http")
 
 AuthHook = Callable[[dict], Any]
-"""``auth(environ)``: return ``None``/``True`` to allow, ``False`` for 401, or an HTTP status
-(401 or 403) to refuse; it may also raise :class:`PermissionError` (403)."""
+"""Called as ``auth(environ)``. Return ``None``/``True`` to allow, ``False`` for 401, or an
+HTTP status (401 or 403) to refuse; it may also raise :class:`PermissionError` (403)."""
 
 StartResponse = Callable[..., Any]
 

@@ -15,6 +15,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Union
 
+from typing_extensions import TypeGuard
+
 __all__ = [
     "PARSE_ERROR",
     "INVALID_REQUEST",
@@ -48,7 +50,7 @@ URL_ELICITATION_REQUIRED = -32042
 RequestId = Union[int, str]
 
 
-def is_valid_id(value: object) -> bool:
+def is_valid_id(value: object) -> TypeGuard[RequestId]:
     """True for a JSON-RPC id MCP accepts: a string or an integer (never a bool or float)."""
     t = type(value)
     return t is str or t is int
@@ -183,7 +185,7 @@ def decode_object(obj: Any) -> Message | InvalidMessage:
             if not has_id:
                 return InvalidMessage('"params" must be an object', None, obj)
             return _invalid_request('"params" must be an object', obj, msg_id)
-        if has_id:
+        if has_id and is_valid_id(msg_id):
             return Request(msg_id, method, params)
         return Notification(method, params)
     if "result" in obj or "error" in obj:

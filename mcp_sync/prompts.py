@@ -82,11 +82,11 @@ def to_prompt_result(value: Any, description: str | None) -> dict[str, Any]:
     if isinstance(value, BaseModel) and type(value).__name__ == "GetPromptResult":
         return _dump(value)
     if isinstance(value, dict) and "messages" in value and "role" not in value and "type" not in value:
-        result = dict(value)
-        result["messages"] = [_message(item) for item in value["messages"]]
-        if description and "description" not in result:
-            result["description"] = description
-        return result
+        given = dict(value)
+        given["messages"] = [_message(item) for item in value["messages"]]
+        if description and "description" not in given:
+            given["description"] = description
+        return given
     items = value if isinstance(value, (list, tuple)) else [value]
     result: dict[str, Any] = {"messages": [_message(item) for item in items]}
     if description:

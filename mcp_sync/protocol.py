@@ -309,12 +309,14 @@ class Protocol:
     def _receive_response(self, message: Response | ErrorResponse) -> list[Action]:
         if message.id is None:
             return [Dropped("the peer reported an error without an id", message)]
-        request_id = message.id
-        if type(request_id) is str:
+        request_id: int
+        if isinstance(message.id, str):
             # our ids are integers; tolerate a peer that echoes 7 as "7"
-            if not (request_id.isascii() and request_id.isdigit()):
+            if not (message.id.isascii() and message.id.isdigit()):
                 return [Dropped("response to an unknown id", message)]
-            request_id = int(request_id)
+            request_id = int(message.id)
+        else:
+            request_id = message.id
         request = self._outbound.get(request_id)
         if request is None:
             if request_id in self._recent_cancel_set:

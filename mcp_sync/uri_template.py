@@ -178,9 +178,9 @@ class UriTemplate:
                 query_open = True
                 return lead + "&".join(pairs)
             reserved = operator in ("+", "#")
-            encoded = [_encode(values[name], reserved, prefix) for name, prefix in specs]
+            parts = [_encode(values[name], reserved, prefix) for name, prefix in specs]
             _, first, separator = _MATCH[operator]
-            return first + separator.join(encoded)
+            return first + separator.join(parts)
 
         return _EXPRESSION.sub(replace, self.template)
 
