@@ -29,7 +29,7 @@ class WorkerPool:
         self._queue: queue.SimpleQueue[tuple[Callable[..., Any], tuple[Any, ...]] | None] = (
             queue.SimpleQueue()
         )
-        self._idle = threading.Semaphore(0)
+        self._idle = 0  # workers waiting for work, guarded by _lock
         self._lock = threading.Lock()
         self._threads: list[threading.Thread] = []
         self._shutdown = False
@@ -40,7 +40,8 @@ class WorkerPool:
             if self._shutdown:
                 raise RuntimeError("worker pool is shut down")
             self._queue.put((fn, args))
-            if self._idle.acquire(blocking=False):
+            if self._idle > 0:
+                self._idle -= 1  # that worker will take this item
                 return
             if len(self._threads) < self.max_workers:
                 thread = threading.Thread(
@@ -62,7 +63,8 @@ class WorkerPool:
             except BaseException:  # never let one task kill a worker
                 _log.exception("worker task %r failed", fn)
             del item, fn, args
-            self._idle.release()
+            with self._lock:
+                self._idle += 1
 
     def shutdown(self, timeout: float | None = None) -> list[threading.Thread]:
         """Stop accepting work, let queued work finish, join the threads.
