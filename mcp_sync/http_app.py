@@ -8,7 +8,10 @@ at a path, or run it with any threaded WSGI server (gunicorn with threads, waitr
   JSON when the client accepts only JSON) that ends with the response; notifications and
   responses get ``202 Accepted``.
 * ``GET`` opens the session's standalone SSE stream (server-to-client messages that belong
-  to no request); ``Last-Event-ID`` resumes any stream from a bounded replay buffer.
+  to no request); ``Last-Event-ID`` resumes any stream from a bounded replay buffer. A
+  request stream that ended with nothing left to replay (answered, or cancelled: it never
+  gets an answer) is answered ``204`` (SSE's "stop reconnecting"); an unknown event id gets
+  ``400``, never ``404``, which would tell the client that its session is gone.
 * ``DELETE`` ends the session (its running handlers are cancelled).
 * ``Mcp-Session-Id`` is issued at ``initialize`` (cryptographically random); an unknown or
   ended session gets 404, a missing one 400. ``MCP-Protocol-Version`` must be one we speak.
@@ -217,13 +220,14 @@ class McpWsgiApp:
             reply = message.reply or ErrorResponse(None, INVALID_REQUEST, message.detail)
             return _json(start_response, "400 Bad Request", encode(reply))
         is_initialize = isinstance(message, Request) and message.method == "initialize"
+        entry: _HttpSession | None
         if is_initialize:
             entry = self._new_session()
         else:
             entry, refusal = self._session_for(environ, start_response)
             if refusal is not None:
                 return refusal
-            assert entry is not None
+        assert entry is not None
         endpoint = entry.session.endpoint
         line = body.replace(b"\n", b" ")
         if not isinstance(message, Request):

@@ -79,6 +79,21 @@ EXAMPLES: dict[str, Example] = {
             "stopped cleanly; threads left: none",
         ],
     ),
+    "flask_app.py": Example(
+        argv=["--demo"],
+        expect=[
+            "POST /orders   -> {'id': 1, 'item': 'pear', 'quantity': 1}",
+            "MCP tools      -> ['list_orders', 'place_order', 'slow_report']",
+            "MCP orders     -> {'result': [{'id': 1, 'item': 'pear', 'quantity': 1}]}",
+            "MCP report     -> report: 1 orders",
+        ],
+    ),
+    # run alone it has no server to talk to (see test_http_client_against_the_flask_app)
+    "http_client.py": Example(
+        argv=["http://127.0.0.1:9/mcp"],
+        code=1,
+        expect=["connection failed: "],
+    ),
     "resources_and_prompts.py": Example(
         argv=["--city", "Lyon", "--style", "pirate"],
         expect=[
@@ -163,3 +178,28 @@ def test_call_with_timeout_survives_ctrl_c() -> None:
     assert "(reason: interrupted)" in finished.stdout, finished.describe()
     assert "Traceback" not in finished.stderr, finished.describe()
     assert finished.seconds < 20, f"the 60 s call was not cut short\n{finished.describe()}"
+
+
+def test_http_client_against_the_flask_app() -> None:
+    """examples/http_client.py against examples/flask_app.py: a call that completes, one cut
+    short by its timeout (cancelled on the server), then SIGTERM stops the server cleanly."""
+    import re
+
+    with Proc([PYTHON, str(EXAMPLES_DIR / "flask_app.py"), "--port", "0"]) as server:
+        line = server.wait_for("stderr", "serving the shop on", LIMIT)
+        match = re.search(r"\(MCP at (\S+)\)", line)
+        assert match, line
+        url = match.group(1)
+        client = [PYTHON, str(EXAMPLES_DIR / "http_client.py"), url]
+        placed = run([*client, "--tool", "place_order", "--args", '{"item": "plum"}'], LIMIT)
+        assert placed.code == 0, placed.describe()
+        assert 'structured: {"id": 1, "item": "plum", "quantity": 1}' in placed.stdout, placed.describe()
+        timed_out = run([*client, "--tool", "slow_report", "--args", '{"seconds": 30}', "--timeout", "0.5"], LIMIT)
+        assert timed_out.code == 0, timed_out.describe()
+        expected = "timed out: tools/call: timed out after 0.5 s; the server was told to cancel the call"
+        assert expected in timed_out.stdout, timed_out.describe()
+        assert timed_out.seconds < 20, timed_out.describe()
+        server.send_signal(signal.SIGTERM)
+        finished = server.finish(LIMIT)
+    assert finished.code == 0, finished.describe()
+    assert "Traceback" not in finished.stderr, finished.describe()

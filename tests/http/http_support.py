@@ -1,0 +1,334 @@
+"""Helpers for the Streamable HTTP tests (tests/http): handler gates, the test server,
+a recorder of what the server writes, and raw-HTTP/SSE helpers.
+
+Everything here drives the server with plain ``httpx`` requests and a tiny SSE reader of its
+own, so the server is judged by what it puts on the wire, not by mcp_sync's own client code.
+
+* :class:`Probe` — handler gates: a tool signals ``started``, then blocks until the test
+  ``release()``s it or its request is cancelled, and records which of the two happened.
+* :func:`make_server` — a :class:`~mcp_sync.Server` with the standard test tools.
+* :class:`Wire` — every message the server puts on any SSE stream (or JSON answer), and
+  every inbound request whose cancellation a session accepted (see the ``wire`` fixture).
+* :class:`RawSession` / :class:`Sse` — raw POST/GET/DELETE and SSE parsing.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections import defaultdict
+from typing import Any
+
+import httpx
+
+from mcp_sync import Context, Server
+from mcp_sync.jsonrpc import id_key
+from mcp_sync.transports.http_client import HttpError
+
+PROTOCOL_VERSION = "2025-11-25"
+ACCEPT_BOTH = "application/json, text/event-stream"
+WAIT = 5.0
+"""Bound of every wait on an event in these tests."""
+
+
+# -- handler gates -------------------------------------------------------------------------------
+class Probe:
+    """Named :class:`threading.Event` objects shared by test tools and the test."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._events: dict[str, threading.Event] = defaultdict(threading.Event)
+        self.reasons: dict[str, str | None] = {}
+
+    def event(self, name: str) -> threading.Event:
+        with self._lock:
+            return self._events[name]
+
+    def started(self, tag: str) -> threading.Event:
+        return self.event(f"{tag}.started")
+
+    def cancelled(self, tag: str) -> threading.Event:
+        return self.event(f"{tag}.cancelled")
+
+    def completed(self, tag: str) -> threading.Event:
+        return self.event(f"{tag}.completed")
+
+    def wake(self, tag: str) -> threading.Event:
+        return self.event(f"{tag}.wake")
+
+    def release(self, tag: str) -> None:
+        self.wake(tag).set()
+
+    def gate(self, tag: str, ctx: Context) -> bool:
+        """Signal ``started``, block until released or cancelled; True if cancelled."""
+        wake = self.wake(tag)
+        ctx.cancel_token.add_callback(lambda _token: wake.set())
+        self.started(tag).set()
+        if not wake.wait(WAIT * 2):
+            self.event(f"{tag}.stuck").set()
+        if ctx.cancelled:
+            self.reasons[tag] = ctx.cancel_token.reason
+            self.cancelled(tag).set()
+            return True
+        self.completed(tag).set()
+        return False
+
+
+def make_server(probe: Probe, name: str = "http-test", **options: Any) -> Server:
+    """A server with the tools the HTTP tests use."""
+    server = Server(name, version="1.0.0", **options)
+
+    @server.tool()
+    def echo(text: str) -> str:
+        """Echo the text."""
+        return text
+
+    @server.tool()
+    def touch(tag: str) -> str:
+        """Set the event ``tag`` (proves that the tool ran)."""
+        probe.event(tag).set()
+        return "touched"
+
+    @server.tool()
+    def gated(tag: str, ctx: Context) -> str:
+        """Block until the test releases ``tag`` or the request is cancelled."""
+        cancelled = probe.gate(tag, ctx)
+        return f"{tag}: {'cancelled' if cancelled else 'released'}"
+
+    @server.tool()
+    def progress_gated(tag: str, ctx: Context) -> str:
+        """Report progress 1 and 2, block on the gate, then report 3 and answer."""
+        ctx.report_progress(1, 3, "one")
+        ctx.report_progress(2, 3, "two")
+        cancelled = probe.gate(tag, ctx)
+        ctx.report_progress(3, 3, "three")
+        return f"{tag}: {'cancelled' if cancelled else 'done'}"
+
+    @server.tool()
+    def slow(seconds: float, ctx: Context) -> str:
+        """Work for ``seconds`` in 10 steps with progress, stopping early when cancelled."""
+        for step in range(10):
+            if ctx.wait(seconds / 10):
+                probe.event("slow.cancelled").set()
+                return "stopped"
+            ctx.report_progress(step + 1, 10)
+        return "done"
+
+    return server
+
+
+# -- what the server wrote -----------------------------------------------------------------------
+class Wire:
+    """Every message the server pushed onto an event stream (JSON answers included), and
+    every inbound request id whose cancellation a session accepted."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.pushed: list[tuple[str, dict[str, Any]]] = []
+        self.accepted_cancels: list[tuple[str, Any]] = []
+
+    def responses(self, request_id: Any) -> list[dict[str, Any]]:
+        """Responses (results or errors) the server wrote for ``request_id`` (exact type)."""
+        with self._lock:
+            return [
+                m
+                for _, m in self.pushed
+                if "method" not in m and ("result" in m or "error" in m)
+                and m.get("id") is not None
+                and id_key(m["id"]) == id_key(request_id)
+            ]
+
+    def messages(self, method: str) -> list[dict[str, Any]]:
+        with self._lock:
+            return [m for _, m in self.pushed if m.get("method") == method]
+
+    def response_counts(self) -> dict[Any, int]:
+        counts: dict[Any, int] = defaultdict(int)
+        with self._lock:
+            for _, m in self.pushed:
+                if "method" not in m and ("result" in m or "error" in m) and m.get("id") is not None:
+                    counts[id_key(m["id"])] += 1
+        return counts
+
+
+# -- raw HTTP ------------------------------------------------------------------------------------
+class Sse:
+    """A minimal reader of one ``text/event-stream`` response (independent of mcp_sync)."""
+
+    def __init__(self, response: httpx.Response) -> None:
+        self.response = response
+        self._lines = response.iter_lines()
+        self.comments: list[str] = []
+        self.last_id: str | None = None
+        self.ended = False
+
+    def next(self) -> tuple[str | None, dict[str, Any]] | None:
+        """The next message event as ``(event id, JSON message)``; ``None`` at the end of the
+        stream. Comments are collected in :attr:`comments`; events without data (priming
+        events) only update :attr:`last_id`. A read stalling for 5 s raises ``ReadTimeout``."""
+        event_id: str | None = None
+        data: list[str] = []
+        for line in self._lines:
+            if line == "":
+                if event_id is not None:
+                    self.last_id = event_id
+                if data and "".join(data).strip():
+                    return event_id, json.loads("\n".join(data))
+                event_id, data = None, []
+                continue
+            if line.startswith(":"):
+                self.comments.append(line)
+                continue
+            field, _, value = line.partition(":")
+            value = value[1:] if value.startswith(" ") else value
+            if field == "id":
+                event_id = value
+            elif field == "data":
+                data.append(value)
+        self.ended = True
+        return None
+
+    def next_comment(self) -> str | None:
+        """Read until the next comment line; ``None`` at the end of the stream."""
+        for line in self._lines:
+            if line.startswith(":"):
+                self.comments.append(line)
+                return line
+        self.ended = True
+        return None
+
+    def rest(self) -> list[tuple[str | None, dict[str, Any]]]:
+        """Every remaining message event, until the server ends the stream."""
+        events = []
+        while True:
+            event = self.next()
+            if event is None:
+                return events
+            events.append(event)
+
+    def close(self) -> None:
+        self.response.close()
+
+
+def request(method: str, params: dict[str, Any] | None, request_id: Any) -> dict[str, Any]:
+    message: dict[str, Any] = {"jsonrpc": "2.0", "id": request_id, "method": method}
+    if params is not None:
+        message["params"] = params
+    return message
+
+
+def notification(method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
+    message: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
+    if params is not None:
+        message["params"] = params
+    return message
+
+
+def initialize_request(request_id: Any = 0) -> dict[str, Any]:
+    return request(
+        "initialize",
+        {"protocolVersion": PROTOCOL_VERSION, "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}},
+        request_id,
+    )
+
+
+def call_tool(name: str, arguments: dict[str, Any], request_id: Any, progress_token: Any = None) -> dict[str, Any]:
+    params: dict[str, Any] = {"name": name, "arguments": arguments}
+    if progress_token is not None:
+        params["_meta"] = {"progressToken": progress_token}
+    return request("tools/call", params, request_id)
+
+
+class RawSession:
+    """One MCP session driven with raw HTTP requests."""
+
+    def __init__(self, url: str, headers: dict[str, str] | None = None) -> None:
+        self.url = url
+        self.http = httpx.Client(timeout=httpx.Timeout(WAIT))
+        self.extra = dict(headers or {})
+        self.session_id: str | None = None
+        self._streams: list[Sse] = []
+
+    def headers(self, *, accept: str = ACCEPT_BOTH, session: bool = True, **extra: str) -> dict[str, str]:
+        headers = {"Accept": accept, "Content-Type": "application/json", **self.extra}
+        if session and self.session_id is not None:
+            headers["Mcp-Session-Id"] = self.session_id
+            headers["MCP-Protocol-Version"] = PROTOCOL_VERSION
+        headers.update(extra)
+        return {k: v for k, v in headers.items() if v is not None}
+
+    def post(self, message: Any, *, headers: dict[str, str] | None = None, content: bytes | None = None) -> httpx.Response:
+        """POST and read the whole answer (for 202, errors and JSON answers, and SSE answers
+        that end by themselves)."""
+        body = content if content is not None else json.dumps(message).encode()
+        return self.http.post(self.url, content=body, headers=headers if headers is not None else self.headers())
+
+    def open(self, message: Any, *, headers: dict[str, str] | None = None) -> Sse:
+        """POST a request and return its SSE answer as a stream (read it with :class:`Sse`)."""
+        req = self.http.build_request("POST", self.url, content=json.dumps(message).encode(), headers=headers or self.headers())
+        response = self.http.send(req, stream=True)
+        assert response.status_code == 200, (response.status_code, response.read())
+        assert response.headers["content-type"].startswith("text/event-stream")
+        stream = Sse(response)
+        self._streams.append(stream)
+        return stream
+
+    def get(self, *, headers: dict[str, str] | None = None, last_event_id: str | None = None) -> httpx.Response:
+        """Open a GET stream (returns the streaming response; wrap it in :class:`Sse`)."""
+        hdrs = headers or self.headers(accept="text/event-stream")
+        hdrs.pop("Content-Type", None)
+        if last_event_id is not None:
+            hdrs["Last-Event-ID"] = last_event_id
+        response = self.http.send(self.http.build_request("GET", self.url, headers=hdrs), stream=True)
+        self._streams.append(Sse(response))
+        return response
+
+    def delete(self) -> httpx.Response:
+        return self.http.delete(self.url, headers=self.headers())
+
+    def initialize(self) -> dict[str, Any]:
+        """Run the handshake; returns the initialize result."""
+        stream = self.open(initialize_request(0), headers=self.headers(session=False))
+        self.session_id = stream.response.headers["mcp-session-id"]
+        events = stream.rest()
+        assert [m.get("id") for _, m in events] == [0], events
+        answer = self.post(notification("notifications/initialized"))
+        assert answer.status_code == 202, answer.text
+        return events[0][1]["result"]
+
+    def call(self, message: dict[str, Any]) -> dict[str, Any]:
+        """Send a request; return its response (reading its SSE stream to the end)."""
+        stream = self.open(message)
+        events = stream.rest()
+        answers = [m for _, m in events if m.get("id") == message["id"] and "method" not in m]
+        assert len(answers) == 1, events
+        return answers[0]
+
+    def close(self) -> None:
+        for stream in self._streams:
+            stream.close()
+        self.http.close()
+
+
+def http_error_of(exc: BaseException) -> HttpError | None:
+    """The :class:`HttpError` a connection failure carries: itself, or one in its chain of
+    causes (the endpoint wraps transport failures in a ConnectionClosed of its own)."""
+    seen: BaseException | None = exc
+    while seen is not None:
+        if isinstance(seen, HttpError):
+            return seen
+        seen = seen.__cause__
+    return None
+
+
+def new_threads(before: set[threading.Thread]) -> list[threading.Thread]:
+    return [t for t in threading.enumerate() if t not in before and t.is_alive()]
+
+
+def join_new_threads(before: set[threading.Thread], limit: float = WAIT) -> list[threading.Thread]:
+    """Join every thread started since ``before`` (bounded); returns those still alive."""
+    end = time.monotonic() + limit
+    for thread in new_threads(before):
+        thread.join(max(0.0, end - time.monotonic()))
+    return new_threads(before)
