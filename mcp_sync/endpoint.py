@@ -481,6 +481,8 @@ class Endpoint:
                     self.receive_line(line)
                 except Exception:  # survive any single bad message
                     _log.exception("%s: failed to process a message", self.name)
+        except ConnectionClosed as exc:  # it already says what ended the connection
+            reason = exc
         except Exception as exc:
             reason = ConnectionClosed(f"transport failed: {exc}")
             reason.__cause__ = exc
@@ -617,8 +619,11 @@ class Endpoint:
             if not self._outbox or not self._write_lock.acquire(blocking=False):
                 break
         if failure is not None:
-            lost = ConnectionClosed(f"write failed: {failure}")
-            lost.__cause__ = failure
+            if isinstance(failure, ConnectionClosed):
+                lost: ConnectionClosed = failure  # it already says what ended the connection
+            else:
+                lost = ConnectionClosed(f"write failed: {failure}")
+                lost.__cause__ = failure
             self._connection_lost(lost)
 
     def _connection_lost(self, exception: BaseException) -> None:

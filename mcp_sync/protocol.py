@@ -25,6 +25,7 @@ Outbound requests (we asked the peer)::
 
 from __future__ import annotations
 
+import copy
 import enum
 import itertools
 from collections import deque
@@ -422,8 +423,9 @@ class Protocol:
         for out in list(self._outbound.values()):
             self._forget_outbound(out)
             out.state = OutboundState.FAILED
-            # one exception object per call: each is raised in its own thread
-            failure = ConnectionClosed(str(exc))
-            failure.__cause__ = exc
+            # one exception object per call: each is raised in its own thread. A
+            # ConnectionClosed subclass (a session that ended, an HTTP refusal) keeps its type.
+            failure = copy.copy(exc) if isinstance(exc, ConnectionClosed) else ConnectionClosed(str(exc))
+            failure.__cause__ = exc.__cause__ if isinstance(exc, ConnectionClosed) else exc
             actions.append(Settle(out, exception=failure))
         return actions

@@ -36,6 +36,9 @@ class HttpError(ConnectionClosed):
         super().__init__(message)
         self.status = status
 
+    def __reduce__(self) -> tuple[Any, ...]:  # copy.copy() and pickle keep the status
+        return (type(self), (self.status, str(self)))
+
 
 class SessionEnded(HttpError):
     """The server answered 404 for our session: it ended (or never existed)."""

@@ -24,7 +24,6 @@ import httpx
 
 from mcp_sync import Context, Server
 from mcp_sync.jsonrpc import id_key
-from mcp_sync.transports.http_client import HttpError
 
 PROTOCOL_VERSION = "2025-11-25"
 ACCEPT_BOTH = "application/json, text/event-stream"
@@ -309,17 +308,6 @@ class RawSession:
         for stream in self._streams:
             stream.close()
         self.http.close()
-
-
-def http_error_of(exc: BaseException) -> HttpError | None:
-    """The :class:`HttpError` a connection failure carries: itself, or one in its chain of
-    causes (the endpoint wraps transport failures in a ConnectionClosed of its own)."""
-    seen: BaseException | None = exc
-    while seen is not None:
-        if isinstance(seen, HttpError):
-            return seen
-        seen = seen.__cause__
-    return None
 
 
 def new_threads(before: set[threading.Thread]) -> list[threading.Thread]:

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from http_support import WAIT, Probe, http_error_of, make_server
+from http_support import WAIT, Probe, make_server
 
 from mcp_sync import (
     Cancelled,
@@ -30,7 +30,7 @@ from mcp_sync import (
     Server,
 )
 from mcp_sync.jsonrpc import id_key
-from mcp_sync.transports.http_client import HttpClientTransport, SessionEnded
+from mcp_sync.transports.http_client import HttpClientTransport, HttpError, SessionEnded
 
 
 def full_server(probe: Probe, **options: Any) -> Server:
@@ -232,7 +232,7 @@ def test_later_call_after_the_server_deleted_the_session_fails_with_session_ende
         handle.app.sessions()[0].close()  # the server ends the session
         with pytest.raises(ConnectionClosed) as info:
             client.call_tool("echo", {"text": "b"}, timeout=WAIT)
-        error = http_error_of(info.value)
+        error = info.value
         assert isinstance(error, SessionEnded) and error.status == 404, repr(info.value)
         assert client.closed
         with pytest.raises(ConnectionClosed):
@@ -251,7 +251,7 @@ def test_call_in_flight_when_the_server_deletes_the_session_fails_with_session_e
         assert probe.cancelled("g").wait(WAIT)
         with pytest.raises(ConnectionClosed) as info:
             future.result(WAIT)
-        assert isinstance(http_error_of(info.value), SessionEnded), repr(info.value)
+        assert isinstance(info.value, SessionEnded), repr(info.value)
 
 
 def test_auth_refusals_raise_http_error_with_status(probe, serve):
@@ -265,8 +265,8 @@ def test_auth_refusals_raise_http_error_with_status(probe, serve):
     for headers, status in ((None, 401), ({"Authorization": "Bearer bad"}, 403)):
         with pytest.raises(ConnectionClosed) as info:
             Client.http(handle.url, headers)
-        error = http_error_of(info.value)
-        assert error is not None and error.status == status, repr(info.value)
+        error = info.value
+        assert isinstance(error, HttpError) and error.status == status, repr(info.value)
         assert not isinstance(error, SessionEnded)
     with Client.http(handle.url, {"Authorization": "Bearer good"}) as client:
         assert client.call_tool("echo", {"text": "in"}).content[0].text == "in"

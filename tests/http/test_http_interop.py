@@ -27,7 +27,7 @@ from typing import Any, Callable
 import httpx
 import pytest
 
-from http_support import WAIT, Probe, http_error_of, make_server
+from http_support import WAIT, Probe, make_server
 
 from mcp_sync import Cancelled, Client, ConnectionClosed, Context, RequestTimeout
 from mcp_sync.errors import McpError
@@ -215,7 +215,7 @@ def test_official_server_ending_the_session_fails_our_calls_with_session_ended(o
         assert httpx.delete(official_server.url, headers=headers, timeout=WAIT).status_code == 200
         with pytest.raises(ConnectionClosed) as info:
             client.call_tool("echo", {"text": "b"}, timeout=WAIT)
-        assert isinstance(http_error_of(info.value), SessionEnded), repr(info.value)
+        assert isinstance(info.value, SessionEnded), repr(info.value)
 
 
 # -- the official client against our WSGI app ---------------------------------------------------------
