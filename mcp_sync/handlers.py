@@ -97,7 +97,8 @@ def _with_description(annotation: Any, default: Any, description: str | None) ->
                 kept.append(item)
             else:
                 kept.append(item)
-        annotation = typing.Annotated[(base, *kept)] if kept else base
+        parts = (base, *kept)
+        annotation = typing.Annotated[parts] if kept else base
     if field_desc:
         return annotation, Field(default, description=field_desc)
     return annotation, default
