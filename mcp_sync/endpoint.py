@@ -68,6 +68,14 @@ NotificationHandler = Callable[[Notification], Any]
 ProgressCallback = Callable[[float, "float | None", "str | None"], Any]
 """``on_progress(progress, total, message)``."""
 
+if issubclass(concurrent.futures.TimeoutError, TimeoutError):  # Python >= 3.11: one class
+    WaitTimeout = concurrent.futures.TimeoutError
+else:  # pragma: no cover - Python 3.10
+
+    class WaitTimeout(concurrent.futures.TimeoutError, TimeoutError):  # type: ignore[no-redef]
+        """A wait's own timeout passed (the call goes on): both kinds of TimeoutError."""
+
+
 _FUTURE_DONE = ("CANCELLED", "CANCELLED_AND_NOTIFIED", "FINISHED")
 
 
@@ -119,7 +127,7 @@ class PendingCall(concurrent.futures.Future):  # type: ignore[type-arg]
         already completed with a result, an error or a timeout.
         """
         if self._request is not None:
-            self._endpoint._cancel_outbound(self._request, reason)
+            return self._endpoint._cancel_outbound(self._request, reason)
         return self.cancelled()
 
     def _wait_done(self, timeout: float | None) -> bool:
@@ -156,7 +164,7 @@ class PendingCall(concurrent.futures.Future):  # type: ignore[type-arg]
         A ``KeyboardInterrupt`` during the wait cancels the call on the wire, then propagates.
         """
         if not self._wait_done(timeout):
-            raise concurrent.futures.TimeoutError()
+            raise WaitTimeout()
         try:
             return super().result(0)
         except concurrent.futures.CancelledError:
@@ -165,7 +173,7 @@ class PendingCall(concurrent.futures.Future):  # type: ignore[type-arg]
     def exception(self, timeout: float | None = None) -> BaseException | None:
         """Like :meth:`result`, but returns the exception instead of raising it."""
         if not self._wait_done(timeout):
-            raise concurrent.futures.TimeoutError()
+            raise WaitTimeout()
         try:
             return super().exception(0)
         except concurrent.futures.CancelledError:
@@ -410,14 +418,18 @@ class Endpoint:
 
     def _cancel_outbound(
         self, request: OutboundRequest, reason: str | None, exception: BaseException | None = None
-    ) -> None:
+    ) -> bool:
+        """Cancel (or time out) an outbound call; True if it ended, now or before, by a
+        cancellation -- whichever thread's cancel won."""
         with self._lock:
             actions = self._core.cancel_outbound(request, reason, exception)
             future = request.context
             self._queue_sends(actions, future._related if isinstance(future, PendingCall) else None)
+            cancelled = request.cancelled
         if actions:
             self._flush(block=False)  # never block a canceller behind a slow write
             self._perform(actions)
+        return cancelled
 
     # -- inbound side, for handlers ---------------------------------------------------------
     def report_progress(

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import inspect
 import re
+import types
 import typing
 from dataclasses import dataclass
 from typing import Any, Callable, get_args, get_origin
@@ -76,11 +77,20 @@ def parse_docstring(doc: str | None) -> tuple[str | None, dict[str, str]]:
 
 
 def _is_context(annotation: Any) -> bool:
+    """True for ``Context``, a subclass, ``Annotated[Context, ...]`` and ``Optional[Context]``
+    (which Python 3.10 makes of ``ctx: Context = None``)."""
     if annotation is Context:
         return True
-    if get_origin(annotation) is typing.Annotated:
+    origin = get_origin(annotation)
+    if origin is typing.Annotated:
         return _is_context(get_args(annotation)[0])
+    if origin is typing.Union or (_UnionType is not None and origin is _UnionType):
+        members = [arg for arg in get_args(annotation) if arg is not type(None)]
+        return len(members) == 1 and _is_context(members[0])
     return isinstance(annotation, type) and issubclass(annotation, Context)
+
+
+_UnionType: Any = getattr(types, "UnionType", None)
 
 
 def _with_description(annotation: Any, default: Any, description: str | None) -> tuple[Any, Any]:

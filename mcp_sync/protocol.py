@@ -131,7 +131,7 @@ class InboundRequest:
 class OutboundRequest:
     """A request we sent the peer. ``context`` is the driver's own object (its future)."""
 
-    __slots__ = ("id", "method", "state", "progress_token", "context", "__weakref__")
+    __slots__ = ("id", "method", "state", "progress_token", "context", "cancelled", "__weakref__")
 
     direction = Direction.OUTBOUND
 
@@ -141,6 +141,8 @@ class OutboundRequest:
         self.state = OutboundState.PENDING
         self.progress_token: int | None = None
         self.context = context
+        self.cancelled = False
+        """True when the call ended by a cancellation (not a timeout or a failure)."""
 
     def __repr__(self) -> str:
         return f"<OutboundRequest {self.method} id={self.id!r} {self.state.value}>"
@@ -389,6 +391,7 @@ class Protocol:
             return []
         self._forget_outbound(request)
         request.state = OutboundState.CANCEL_REQUESTED
+        request.cancelled = exception is None
         self._recent_cancels.append(request.id)
         if len(self._recent_cancel_set) >= _RECENT_CANCELS:
             self._recent_cancel_set = set(self._recent_cancels)

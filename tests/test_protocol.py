@@ -362,6 +362,20 @@ def test_cancel_outbound_with_exception_settles_with_it(proto):
     ]
 
 
+def test_outbound_remembers_how_it_ended_for_every_canceller(proto):
+    """A second canceller loses the race but must still learn that the call ended cancelled;
+    a timeout or a response is not a cancellation."""
+    out, _ = proto.send_request("tools/call", None)
+    assert proto.cancel_outbound(out, "first") and out.cancelled
+    assert proto.cancel_outbound(out, "second") == [] and out.cancelled
+    timed, _ = proto.send_request("tools/call", None)
+    proto.cancel_outbound(timed, "timed out", RequestTimeout("timed out"))
+    assert proto.cancel_outbound(timed, "late cancel") == [] and not timed.cancelled
+    answered, _ = proto.send_request("tools/call", None)
+    proto.receive(Response(answered.id, {}))
+    assert proto.cancel_outbound(answered, "too late") == [] and not answered.cancelled
+
+
 def test_late_response_after_cancel_is_dropped(proto):
     out, _ = proto.send_request("tools/call", None)
     proto.cancel_outbound(out, "user")
