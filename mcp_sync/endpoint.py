@@ -88,8 +88,9 @@ class PendingCall(concurrent.futures.Future):  # type: ignore[type-arg]
     It returns False if the call had already completed. ``wait()`` and ``as_completed()``
     work as with any future.
 
-    Done-callbacks run in the thread that settles the call (often the connection's reader
-    thread): keep them short and non-blocking, as with any future.
+    Done-callbacks run in the thread that settles the call (the connection's reader thread,
+    the thread that cancels, or the shared timeout scheduler): keep them short and
+    non-blocking, as with any future.
     """
 
     def __init__(self, endpoint: Endpoint, method: str) -> None:
@@ -307,6 +308,7 @@ class Endpoint:
         their cancellation; the threads still running after that are returned (and logged).
         """
         self._connection_lost(ConnectionClosed("connection closed locally"))
+        self._drain_outbox(min(grace, 1.0))  # a cancellation queued just now still goes out
         self._transport.close()
         current = threading.current_thread()
         reader = self._reader
@@ -427,8 +429,8 @@ class Endpoint:
             self._queue_sends(actions, future._related if isinstance(future, PendingCall) else None)
             cancelled = request.cancelled
         if actions:
-            self._flush(block=False)  # never block a canceller behind a slow write
-            self._perform(actions)
+            self._perform(actions)  # settle first: the caller never waits for the network
+            self._flush(block=False)  # and never queues behind another thread's slow write
         return cancelled
 
     # -- inbound side, for handlers ---------------------------------------------------------
@@ -637,6 +639,20 @@ class Endpoint:
                 lost = ConnectionClosed(f"write failed: {failure}")
                 lost.__cause__ = failure
             self._connection_lost(lost)
+
+    def _drain_outbox(self, timeout: float) -> None:
+        """Write what is queued, waiting at most ``timeout`` for another writer."""
+        if not self._outbox or not self._write_lock.acquire(timeout=max(0.0, timeout)):
+            return
+        try:
+            while self._outbox:
+                data, related = self._outbox.popleft()
+                try:
+                    self._write(data, related)
+                except (OSError, ValueError):
+                    self._outbox.clear()
+        finally:
+            self._write_lock.release()
 
     def _connection_lost(self, exception: BaseException) -> None:
         with self._lock:

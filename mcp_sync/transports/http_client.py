@@ -22,6 +22,7 @@ import threading
 from typing import Any, Mapping
 
 from ..errors import ConnectionClosed
+from ..jsonrpc import id_key, is_valid_id
 from .sse import SseParser
 
 __all__ = ["HttpClientTransport", "HttpError", "SessionEnded"]
@@ -93,7 +94,11 @@ class HttpClientTransport:
         self._get_started = False
         self._failure: BaseException | None = None
         # ids of our requests we cancelled: their streams end without an answer, by design
-        self._cancelled: set[tuple[bool, Any]] = set()
+        self._cancelled: set[tuple[type, Any]] = set()
+        # requests whose POST has not got its answer headers yet (a cancel waits for them)
+        self._posted: dict[tuple[type, Any], threading.Event] = {}
+        self._outgoing: queue.SimpleQueue[tuple[bytes, Any] | None] = queue.SimpleQueue()
+        self._sender: threading.Thread | None = None
         self.session_id: str | None = None
         self.protocol_version: str | None = None
 
@@ -110,22 +115,57 @@ class HttpClientTransport:
         return item
 
     def write(self, data: bytes) -> None:
-        """POST one message; start reading its answer stream if it is a request."""
+        """Send one message without waiting for the network.
+
+        ``initialize`` and ``notifications/initialized`` are POSTed here and now (nothing
+        else may go before them). Every later request is POSTed by a thread of its own,
+        which then reads its answer; notifications and responses are POSTed in order by
+        one sender thread, and a ``notifications/cancelled`` only after its request's POST
+        got through. So neither a slow server nor a cancellation ever stalls the caller.
+        """
         if self._closed.is_set():
             raise ConnectionClosed("the HTTP transport is closed")
         message = json.loads(data)
-        is_request = isinstance(message, dict) and "method" in message and "id" in message
-        if isinstance(message, dict) and message.get("method") == "notifications/cancelled":
-            params = message.get("params")
-            if isinstance(params, dict) and "requestId" in params:
+        method = message.get("method") if isinstance(message, dict) else None
+        is_request = method is not None and "id" in message
+        if method in ("initialize", "notifications/initialized"):
+            self._post(data, message, is_request, stream_inline=False)
+            if method == "notifications/initialized":
+                self._start_get_stream()
+            return
+        if is_request:
+            posted = threading.Event()
+            key = _key(message["id"])
+            if key is not None:
                 with self._lock:
-                    self._cancelled.add(_key(params["requestId"]))
+                    self._posted[key] = posted
+            self._start(self._post_request, data, message, posted, f"mcp_sync-http-request-{message['id']}")
+            return
+        if method == "notifications/cancelled":
+            params = message.get("params")
+            key = _key(params.get("requestId")) if isinstance(params, dict) else None
+            if key is not None:
+                with self._lock:
+                    self._cancelled.add(key)
+        with self._lock:
+            if self._sender is None:
+                self._sender = threading.Thread(target=self._send_loop, name="mcp_sync-http-sender", daemon=True)
+                self._threads.add(self._sender)
+                self._sender.start()
+        self._outgoing.put((data, message))
+
+    def _post(self, data: bytes, message: Any, is_request: bool, *, stream_inline: bool, posted: threading.Event | None = None) -> None:
+        """POST one message and route its answer (JSON body or SSE stream) to the inbox."""
         httpx = _httpx()
         request = self._client.build_request("POST", self.url, content=data.rstrip(b"\n"), headers=self._request_headers())
         try:
-            response = self._client.send(request, stream=True)
-        except httpx.HTTPError as exc:
-            raise ConnectionClosed(f"HTTP POST to {self.url} failed: {exc}") from exc
+            try:
+                response = self._client.send(request, stream=True)
+            except httpx.HTTPError as exc:
+                raise ConnectionClosed(f"HTTP POST to {self.url} failed: {exc}") from exc
+        finally:
+            if posted is not None:
+                posted.set()
         try:
             self._check(response)
         except BaseException:
@@ -139,7 +179,10 @@ class HttpClientTransport:
         if response.status_code == 202 or not is_request:
             response.close()
         elif content_type.startswith("text/event-stream"):
-            self._start(self._read_stream, response, message.get("id"), f"mcp_sync-http-stream-{message.get('id')}")
+            if stream_inline:
+                self._read_stream(response, message.get("id"))
+            else:
+                self._start(self._read_stream, response, message.get("id"), f"mcp_sync-http-stream-{message.get('id')}")
         else:
             try:
                 body = response.read()
@@ -147,13 +190,53 @@ class HttpClientTransport:
                 response.close()
             if body.strip():
                 self._deliver(body)
-        if isinstance(message, dict) and message.get("method") == "notifications/initialized":
-            self._start_get_stream()
+
+    def _post_request(self, data: bytes, message: Any, posted: threading.Event) -> None:
+        """Thread body: POST a request and read its answer."""
+        try:
+            self._post(data, message, True, stream_inline=True, posted=posted)
+        except ConnectionClosed as exc:
+            self._fail(exc)
+        finally:
+            posted.set()
+            key = _key(message.get("id"))
+            with self._lock:
+                if key is not None and self._posted.get(key) is posted:
+                    del self._posted[key]
+
+    def _send_loop(self) -> None:
+        """Thread body: POST notifications and responses, in order."""
+        while True:
+            item = self._outgoing.get()
+            if item is None:
+                return
+            data, message = item
+            if message.get("method") == "notifications/cancelled":
+                params = message.get("params")
+                key = _key(params.get("requestId")) if isinstance(params, dict) else None
+                with self._lock:
+                    posted = self._posted.get(key) if key is not None else None
+                while posted is not None and not posted.wait(0.1):  # after its request, never before
+                    if self._closed.is_set():
+                        return
+            try:
+                self._post(data, message, False, stream_inline=False)
+            except ConnectionClosed as exc:
+                self._fail(exc)
+                return
+            except Exception as exc:  # pragma: no cover - unexpected
+                self._fail(ConnectionClosed(f"HTTP POST to {self.url} failed: {exc}"))
+                return
 
     def close(self) -> None:
         """End the session (``DELETE``), close every stream, join the reader threads."""
         if self._closed.is_set():
             return
+        with self._lock:
+            sender = self._sender
+        if sender is not None:  # let queued notifications (cancellations) go out first
+            self._outgoing.put(None)
+            sender.join(2.0)
         if self.session_id is not None:
             try:
                 self._client.delete(self.url, headers=self._request_headers(), timeout=5.0)
@@ -266,7 +349,13 @@ class HttpClientTransport:
             if self._consume(response, parser, request_id) or self._was_cancelled(request_id):
                 return
             # the stream ended without the answer: resume it with Last-Event-ID
-            self._resume(parser, request_id)
+            if not self._resume(parser, request_id) and not self._closed.is_set():
+                # the answer is lost for good: fail the connection rather than leave the
+                # call waiting for ever -- with SessionEnded if that is why (a GET says)
+                probe, _ = self._get(None)
+                if probe is not None:
+                    _abort(probe)
+                self._fail(ConnectionClosed(f"the answer stream of request {request_id!r} broke and could not be resumed"))
         finally:
             with self._lock:
                 self._cancelled.discard(_key(request_id))
@@ -276,20 +365,23 @@ class HttpClientTransport:
         with self._lock:
             return _key(request_id) in self._cancelled
 
-    def _resume(self, parser: SseParser, request_id: Any) -> None:
+    def _resume(self, parser: SseParser, request_id: Any) -> bool:
+        """Resume a request's stream with ``Last-Event-ID``; True once the answer came (or
+        the request was cancelled by us)."""
         attempts = 0
         while not self._closed.is_set() and parser.last_event_id and attempts < self._reconnect_attempts:
             attempts += 1
             delay = (parser.retry_ms / 1000) if parser.retry_ms else self._reconnect_delay
             if self._closed.wait(delay):
-                return
+                return False
             response, _ = self._get(parser.last_event_id)
             if response is None:
                 if self._failure is not None:
-                    return
+                    return False
                 continue
             if self._consume(response, parser, request_id) or self._was_cancelled(request_id):
-                return
+                return True
+        return self._was_cancelled(request_id)
 
     def _get(self, last_event_id: str | None) -> tuple[Any, Any]:
         """Open a GET stream: ``(response, None)``, or ``(None, why)`` with an HTTP status or
@@ -348,8 +440,9 @@ class HttpClientTransport:
                 return
 
 
-def _key(request_id: Any) -> tuple[bool, Any]:
-    return (type(request_id) is str, request_id)
+def _key(request_id: Any) -> tuple[type, Any] | None:
+    """The id's key (type included), or ``None`` for a value that is not a valid id."""
+    return id_key(request_id) if is_valid_id(request_id) else None
 
 
 def _abort(response: Any) -> None:

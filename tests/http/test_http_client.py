@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from http_support import WAIT, Probe, make_server
+from mcp_helpers import wait_until
 
 from mcp_sync import (
     Cancelled,
@@ -453,6 +454,14 @@ def test_200_concurrent_calls_with_random_cancellations(serve, wire, fast_switch
         # the server's view: at most one answer per request, none after an accepted cancel,
         # and each request either answered or cancelled
         ids = {n: futures[n].request_id for n in futures}
+        # a cancelled call settles at once, while its request and cancellation are still
+        # being POSTed: wait (bounded) until the server has seen the end of every request
+        def every_request_ended_on_the_server() -> bool:
+            counts = wire.response_counts()
+            accepted = {rid for _, rid in wire.accepted_cancels}
+            return all(counts.get(id_key(rid), 0) or rid in accepted for rid in ids.values())
+
+        wait_until(every_request_ended_on_the_server, "the server to see every request end")
         counts = wire.response_counts()
         accepted = {rid for _, rid in wire.accepted_cancels}
         for n, rid in ids.items():

@@ -371,7 +371,7 @@ def test_official_client_cancels_a_call_on_our_server(official_client_run):
     sent = [m for m in run.wire(">>") if m.get("method") == "notifications/cancelled"]
     assert [m["params"]["requestId"] for m in sent] == [call_id]
     # our handler's token fired
-    assert run.probe.cancelled("official").is_set()
+    assert run.probe.cancelled("official").wait(WAIT)
     assert not run.probe.completed("official").is_set()
     # and our server wrote no response for that id
     assert not [m for m in run.pushed if m.get("id") == call_id and "method" not in m]
