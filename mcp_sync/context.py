@@ -62,7 +62,9 @@ class Context:
     def on_cancel(self, callback: Callable[[], Any]) -> None:
         """Run ``callback()`` when the request is cancelled (at once if it already is).
 
-        The callback runs on a worker thread, never on the connection's reader thread.
+        The callback runs on the connection's callback thread -- promptly, even when every
+        worker is busy -- never on its reader thread. Keep it short: it can close a socket or
+        interrupt a query so that a blocked handler returns.
         """
         endpoint = self._session.endpoint
 

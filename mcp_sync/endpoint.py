@@ -5,8 +5,10 @@ Threads of one :class:`Endpoint`:
 * one **reader** thread: decodes lines, feeds the core, writes error replies, fires the
   tokens of cancelled inbound requests itself (so a cancellation is seen even while every
   worker is busy), settles outbound calls, and never runs a request handler;
-* a bounded **worker pool** (started on demand) that runs inbound request handlers and, one
-  at a time in arrival order, user callbacks for progress and notifications;
+* a bounded **worker pool** (started on demand) that runs inbound request handlers;
+* a **callback** thread, alive only while callbacks are queued, that runs user callbacks
+  (progress, notifications, ``on_cancel``) one at a time in arrival order -- promptly,
+  even while every worker is busy;
 * the process-wide deadline scheduler (:mod:`mcp_sync.deadlines`) for every timeout.
 
 Nothing is started per request. Writes go through an ordered outbox: a message whose sending
@@ -54,7 +56,7 @@ from .protocol import (
     Settle,
 )
 from .transports.base import Transport
-from .workers import SerialRunner, WorkerPool
+from .workers import CallbackThread, WorkerPool
 
 __all__ = ["Endpoint", "PendingCall", "RequestHandler", "ProgressCallback"]
 
@@ -224,8 +226,8 @@ class Endpoint:
         request_handler: runs each inbound request on a worker thread (see
             :data:`RequestHandler`); ``None`` answers every request with -32601.
         notification_handler: receives inbound notifications (other than cancellation and
-            progress, which the endpoint handles), one at a time, in arrival order, on a
-            worker thread.
+            progress, which the endpoint handles), one at a time, in arrival order, on the
+            callback thread.
         max_workers: size of the worker pool.
         inline_handlers: methods answered on the reader thread by library code that never
             blocks (``ping``); never user code.
@@ -260,7 +262,7 @@ class Endpoint:
         self._inbound_cancelled: Callable[[RequestId], Any] | None = getattr(transport, "inbound_cancelled", None)
         self._write_lock = threading.Lock()
         self._pool = WorkerPool(max_workers, name)
-        self._callbacks = SerialRunner(self._pool)
+        self._callbacks = CallbackThread(name)
         self._reader: threading.Thread | None = None
         self._closed = threading.Event()
         self._close_lock = threading.Lock()
@@ -315,6 +317,9 @@ class Endpoint:
         if reader is not None and reader is not current:
             reader.join(grace)
         stuck = self._pool.shutdown(grace)
+        callbacks = self._callbacks.join(grace)
+        if callbacks is not None:
+            stuck.append(callbacks)
         if reader is not None and reader.is_alive() and reader is not current:
             stuck.append(reader)
         if stuck:
@@ -350,7 +355,7 @@ class Endpoint:
             cancel_token: cancelling it cancels the call.
             on_progress: ``on_progress(progress, total, message)`` for each
                 ``notifications/progress`` the peer sends for this call (adds a
-                ``progressToken``); runs on a worker thread, in order.
+                ``progressToken``); runs on the callback thread, in order.
             reset_timeout_on_progress: each progress notification restarts ``timeout``.
             max_total_timeout: a limit that holds whatever progress arrives.
             related_request: the id of the inbound request on whose behalf this request is
@@ -478,7 +483,8 @@ class Endpoint:
         return bool(sent)
 
     def run_callback(self, fn: Callable[..., Any], *args: Any) -> None:
-        """Run ``fn(*args)`` on the worker pool, after earlier callbacks, never on the reader."""
+        """Run ``fn(*args)`` on the callback thread, after earlier callbacks (never on the
+        reader thread, and never waiting for a free worker)."""
         self._callbacks.submit(fn, *args)
 
     # -- reading ----------------------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""A small bounded worker pool and an ordered callback runner on top of it.
+"""A small bounded worker pool, and an ordered runner for user callbacks.
 
 The pool starts threads on demand up to ``max_workers`` and never more; it can be shut down
 with a bounded join (a handler that ignores its cancellation cannot hang ``close()``).
@@ -13,7 +13,7 @@ import time
 from collections import deque
 from typing import Any, Callable
 
-__all__ = ["WorkerPool", "SerialRunner"]
+__all__ = ["WorkerPool", "CallbackThread"]
 
 _log = logging.getLogger("mcp_sync.workers")
 
@@ -85,41 +85,47 @@ class WorkerPool:
         return [t for t in threads if t.is_alive() and t is not threading.current_thread()]
 
 
-class SerialRunner:
-    """Runs callbacks one at a time, in submission order, on a :class:`WorkerPool`.
+class CallbackThread:
+    """Runs user callbacks one at a time, in submission order, on a thread of their own.
 
-    Used for user callbacks (progress, notifications) so that they never run on the reader
-    thread and are still delivered in the order the messages arrived.
+    The thread exists only while callbacks are queued (it exits when the queue is empty),
+    and it is separate from the handler pool: progress, notifications and ``on_cancel``
+    callbacks are delivered promptly even while every worker is busy with a handler.
     """
 
-    def __init__(self, pool: WorkerPool) -> None:
-        self._pool = pool
+    def __init__(self, name: str) -> None:
+        self._name = name
         self._lock = threading.Lock()
         self._items: deque[tuple[Callable[..., Any], tuple[Any, ...]]] = deque()
-        self._running = False
+        self._thread: threading.Thread | None = None
 
     def submit(self, fn: Callable[..., Any], *args: Any) -> None:
         """Queue ``fn(*args)`` behind every earlier submission."""
         with self._lock:
             self._items.append((fn, args))
-            if self._running:
+            if self._thread is not None:
                 return
-            self._running = True
-        try:
-            self._pool.submit(self._drain)
-        except RuntimeError:
-            with self._lock:
-                self._running = False
-                self._items.clear()
+            self._thread = threading.Thread(target=self._drain, name=f"{self._name}-callbacks", daemon=True)
+            thread = self._thread
+        thread.start()
 
     def _drain(self) -> None:
         while True:
             with self._lock:
                 if not self._items:
-                    self._running = False
+                    self._thread = None
                     return
                 fn, args = self._items.popleft()
             try:
                 fn(*args)
             except Exception:
                 _log.exception("callback %r failed", fn)
+
+    def join(self, timeout: float | None = None) -> threading.Thread | None:
+        """Wait for queued callbacks to run; returns the thread if it is still running."""
+        with self._lock:
+            thread = self._thread
+        if thread is None or thread is threading.current_thread():
+            return None
+        thread.join(timeout)
+        return thread if thread.is_alive() else None

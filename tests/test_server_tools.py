@@ -441,6 +441,25 @@ def test_context_sees_the_clients_cancellation():
     assert "reader" not in callback_calls[0], "on_cancel must not run on the reader thread"
 
 
+def test_on_cancel_runs_while_every_worker_is_blocked():
+    """The callback must not wait for a free worker: it is what unblocks the busy one."""
+    server = Server("ctx", max_workers=1)
+    started, unblocked = threading.Event(), threading.Event()
+
+    @server.tool()
+    def blocking_io(ctx: Context) -> str:
+        ctx.on_cancel(unblocked.set)  # e.g. close the socket the handler is blocked on
+        started.set()
+        unblocked.wait(WAIT)  # blocked in "I/O" that knows nothing of the token
+        return "ignored"
+
+    with connected(server) as conn:
+        pending = conn.client.call_tool_future("blocking_io")
+        wait_event(started, "the only worker to block")
+        assert pending.cancel("stop") is True
+        wait_event(unblocked, "on_cancel to run while the only worker is busy")
+
+
 def test_on_cancel_does_not_run_for_a_request_that_completed():
     server = Server("ctx")
     calls: list[int] = []
