@@ -457,9 +457,14 @@ class Server:
         if isinstance(transport, str):
             if transport != "stdio":
                 raise ValueError(f"unknown transport {transport!r}")
-            from .transports.stdio import StdioTransport
+            from .transports.stdio import StdioTransport, claim_stdout
 
-            transport = StdioTransport()
+            with claim_stdout() as out:  # print() in a handler must not corrupt the protocol
+                self._serve(StdioTransport(stdout=out), grace)
+            return
+        self._serve(transport, grace)
+
+    def _serve(self, transport: Transport, grace: float) -> None:
         stop = threading.Event()
         previous = None
         in_main = threading.current_thread() is threading.main_thread()

@@ -217,3 +217,15 @@ def test_run_in_a_thread_returns_when_the_connection_ends():
 def test_run_rejects_an_unknown_transport_name():
     with pytest.raises(ValueError, match="unknown transport"):
         Server("x").run("carrier-pigeon")
+
+
+def test_output_of_handlers_on_stdout_goes_to_stderr_and_never_corrupts_the_protocol():
+    env = {"PYTHONPATH": str(REPO_ROOT)}
+    with Client.stdio([sys.executable, str(SERVERS_DIR / "chatty_server.py")], env=env, stderr="capture", init_timeout=20.0) as client:
+        for text in ("first", "second"):
+            assert client.call_tool("chatty", {"text": text}, timeout=WAIT).content[0].text == text
+        client.ping(timeout=WAIT)
+        assert client.endpoint.dropped == {}, "something that was not a message reached the client"
+    stderr = "\n".join(client.transport.stderr_lines)
+    for expected in ("a print() in a handler", "no newline at the end", "raw write to descriptor 1", "a child process inherits stdout"):
+        assert expected in stderr, stderr

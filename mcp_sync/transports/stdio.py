@@ -7,14 +7,40 @@ stops a reader blocked on stdin.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import threading
-from typing import BinaryIO
+from typing import BinaryIO, Iterator
 
 from .base import FdLineReader
 
-__all__ = ["StdioTransport"]
+__all__ = ["StdioTransport", "claim_stdout"]
+
+
+@contextlib.contextmanager
+def claim_stdout() -> Iterator[BinaryIO]:
+    """Reserve this process's stdout for MCP messages while the block runs.
+
+    Yields a binary file on the real stdout, and points file descriptor 1 at stderr: a
+    ``print()`` in a handler, a library that logs to stdout, or a child process that
+    inherits the descriptor then writes to stderr instead of corrupting the protocol.
+    Descriptor 1 is restored afterwards.
+    """
+    sys.stdout.flush()
+    saved = os.dup(1)
+    os.dup2(2, 1)
+    out = os.fdopen(os.dup(saved), "wb", buffering=0)
+    try:
+        yield out
+    finally:
+        try:
+            sys.stdout.flush()
+        except (OSError, ValueError):
+            pass
+        out.close()
+        os.dup2(saved, 1)
+        os.close(saved)
 
 
 class StdioTransport:
