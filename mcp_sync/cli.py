@@ -25,7 +25,7 @@ from .cancel import Cancelled
 from .client import Client
 from .errors import CapabilityError, ConnectionClosed, McpError, RequestTimeout
 
-__all__ = ["main", "EXIT_INTERRUPTED", "EXIT_TIMEOUT", "EXIT_ERROR"]
+__all__ = ["main", "EXIT_ERROR", "EXIT_TOOL_ERROR", "EXIT_TIMEOUT", "EXIT_INTERRUPTED"]
 
 EXIT_ERROR = 1
 EXIT_TOOL_ERROR = 2

@@ -28,6 +28,7 @@ import logging
 import secrets
 import socketserver
 import threading
+import time
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Sequence
 from urllib.parse import urlsplit
 from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
@@ -58,15 +59,23 @@ HTTP status (401 or 403) to refuse; it may also raise :class:`PermissionError` (
 
 StartResponse = Callable[..., Any]
 
+_SSE_HEADERS = (("Content-Type", "text/event-stream"), ("Cache-Control", "no-cache, no-transform"), ("X-Accel-Buffering", "no"))
+"""Headers of every SSE answer (the last one keeps proxies such as nginx from buffering)."""
+
 _LOCAL_HOSTS = {"localhost", "127.0.0.1", "[::1]", "::1"}
 
 
 class _HttpSession:
-    def __init__(self, session: ServerSession, transport: HttpSessionTransport) -> None:
+    def __init__(self, session: ServerSession, transport: HttpSessionTransport, now: float) -> None:
         self.session = session
         self.transport = transport
         self.get_lock = threading.Lock()
         self.get_active = 0  # GET responses iterating the standalone stream
+        self.last_seen = now
+
+    def busy(self) -> bool:
+        """True while a request runs or a client reads one of the session's streams."""
+        return self.session.endpoint.in_flight()[0] > 0 or self.transport.has_consumers()
 
 
 class McpWsgiApp:
@@ -83,6 +92,10 @@ class McpWsgiApp:
         keepalive: seconds between keep-alive comments on idle SSE streams.
         replay: events kept per stream for ``Last-Event-ID`` resumption.
         request_timeout: longest wait for a JSON answer, in seconds.
+        session_timeout: a session that has seen no request for this many seconds, runs no
+            request and has no stream open is closed (``None``: sessions live until
+            ``DELETE`` or :meth:`close`). Clients that vanish without ``DELETE`` would
+            otherwise keep their sessions for ever.
     """
 
     def __init__(
@@ -97,6 +110,8 @@ class McpWsgiApp:
         keepalive: float = 15.0,
         replay: int = 256,
         request_timeout: float = 300.0,
+        session_timeout: float | None = 3600.0,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.server = server
         self.path = path
@@ -107,6 +122,9 @@ class McpWsgiApp:
         self.keepalive = keepalive
         self.replay = replay
         self.request_timeout = request_timeout
+        self.session_timeout = session_timeout
+        self._clock = clock
+        self._next_sweep = clock()
         self._lock = threading.Lock()
         self._sessions: dict[str, _HttpSession] = {}
         self._stopping = threading.Event()
@@ -129,7 +147,7 @@ class McpWsgiApp:
         session_id = secrets.token_urlsafe(32)
         transport = HttpSessionTransport(session_id, replay=self.replay)
         session = self.server.connect(transport, read=False)
-        entry = _HttpSession(session, transport)
+        entry = _HttpSession(session, transport, self._clock())
         with self._lock:
             self._sessions[session_id] = entry
         session.add_close_callback(lambda: self._forget(session_id))
@@ -139,6 +157,39 @@ class McpWsgiApp:
         with self._lock:
             self._sessions.pop(session_id, None)
 
+    def expire_idle_sessions(self) -> int:
+        """Close the sessions idle for longer than ``session_timeout``; returns how many.
+
+        Runs by itself as requests arrive (at most every few seconds); call it from a timer
+        to reclaim sessions on a server that gets no traffic at all.
+        """
+        if self.session_timeout is None:
+            return 0
+        now = self._clock()
+        idle: list[tuple[str, _HttpSession]] = []
+        with self._lock:
+            for sid, entry in self._sessions.items():
+                if entry.busy():
+                    entry.last_seen = now  # idle time counts from the end of the last activity
+                elif now - entry.last_seen > self.session_timeout:
+                    idle.append((sid, entry))
+            for sid, _ in idle:
+                del self._sessions[sid]
+        for _, entry in idle:
+            _log.info("closing MCP session idle for more than %g s", self.session_timeout)
+            entry.session.close()
+        return len(idle)
+
+    def _sweep(self) -> None:
+        if self.session_timeout is None:
+            return
+        now = self._clock()
+        with self._lock:
+            if now < self._next_sweep:
+                return
+            self._next_sweep = now + min(10.0, self.session_timeout / 4)
+        self.expire_idle_sessions()
+
     # -- WSGI ---------------------------------------------------------------------------------
     def __call__(self, environ: dict, start_response: StartResponse) -> Iterable[bytes]:
         if self.path is not None and environ.get("PATH_INFO", "") not in (self.path, self.path.rstrip("/") + "/"):
@@ -146,6 +197,7 @@ class McpWsgiApp:
         refusal = self._check_origin(environ) or self._check_auth(environ)
         if refusal is not None:
             return refusal(start_response)
+        self._sweep()
         method = environ.get("REQUEST_METHOD", "GET")
         if method == "POST":
             return self._post(environ, start_response)
@@ -188,6 +240,7 @@ class McpWsgiApp:
             entry = self._sessions.get(session_id)
         if entry is None or entry.session.closed:
             return None, _jsonrpc_error(start_response, "404 Not Found", INVALID_REQUEST, "Session not found")
+        entry.last_seen = self._clock()
         version = environ.get("HTTP_MCP_PROTOCOL_VERSION")
         if version is not None and version not in SUPPORTED_PROTOCOL_VERSIONS:
             return None, _jsonrpc_error(start_response, "400 Bad Request", INVALID_REQUEST, f"Unsupported MCP-Protocol-Version: {version}")
@@ -246,7 +299,7 @@ class McpWsgiApp:
             return _json(start_response, "200 OK", data, headers)
         start_response(
             "200 OK",
-            [("Content-Type", "text/event-stream"), ("Cache-Control", "no-cache, no-transform"), ("X-Accel-Buffering", "no"), *headers],
+            [*_SSE_HEADERS, *headers],
         )
         return _sse_body(stream.events(0, keepalive=self.keepalive, stop=self._stopping))
 
@@ -268,7 +321,7 @@ class McpWsgiApp:
                 # a request stream that ended (answered, or cancelled: no answer ever) and has
                 # nothing left to replay; 204 tells an SSE client to stop reconnecting
                 return _plain(start_response, "204 No Content", "")
-            start_response("200 OK", [("Content-Type", "text/event-stream"), ("Cache-Control", "no-cache, no-transform")])
+            start_response("200 OK", list(_SSE_HEADERS))
             if stream is entry.transport.standalone:
                 return self._standalone_body(entry, parsed[1])
             return _sse_body(stream.events(parsed[1], keepalive=self.keepalive, stop=self._stopping))
@@ -276,7 +329,7 @@ class McpWsgiApp:
             if entry.get_active:
                 return _plain(start_response, "409 Conflict", "a GET stream is already open for this session")
             entry.get_active += 1
-        start_response("200 OK", [("Content-Type", "text/event-stream"), ("Cache-Control", "no-cache, no-transform")])
+        start_response("200 OK", list(_SSE_HEADERS))
         return self._standalone_body(entry, None, claimed=True)
 
     def _standalone_body(self, entry: _HttpSession, after: int | None, claimed: bool = False) -> Iterator[bytes]:

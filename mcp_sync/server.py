@@ -918,7 +918,9 @@ class RequestScope:
 
     def ping(self, *, timeout: float | None = None) -> None:
         """Ping the client."""
-        self._session.ping(timeout=timeout, cancel_token=self._token)
+        self._session.send_request(
+            "ping", None, timeout=timeout, cancel_token=self._token, related_request=self._request_id
+        ).result()
 
     def send_log(self, level: str, data: Any, logger: str | None = None) -> bool:
         """See :meth:`ServerSession.send_log`."""

@@ -67,6 +67,12 @@ class HttpSessionTransport:
         for sid in ended[: max(0, len(ended) - _KEPT_ENDED_STREAMS)]:
             del self._streams[sid]
 
+    def has_consumers(self) -> bool:
+        """True while some HTTP response is iterating one of the session's streams."""
+        with self._lock:
+            streams = list(self._streams.values())
+        return any(stream.has_consumer for stream in streams)
+
     # -- the transport interface ----------------------------------------------------------------
     def read_line(self) -> bytes | None:
         """Not used: POST handlers feed the endpoint directly. Blocks until closed."""

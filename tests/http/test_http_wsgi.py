@@ -11,6 +11,8 @@ import re
 
 import pytest
 
+from mcp_sync import Client, ConnectionClosed
+from mcp_sync.http_app import McpWsgiApp
 from http_support import (
     ACCEPT_BOTH,
     PROTOCOL_VERSION,
@@ -467,3 +469,30 @@ def test_a_resumed_standalone_stream_ending_does_not_unlock_a_second_get(probe):
         again.close()
     finally:
         app.close()
+
+
+def test_idle_sessions_expire_but_busy_ones_do_not(probe, serve):
+    """A client that vanishes without DELETE must not keep its session for ever."""
+    now = [1000.0]
+    app = McpWsgiApp(make_server(probe), session_timeout=60.0, clock=lambda: now[0])
+    handle = serve(app)
+    idle = Client.http(handle.url, open_get_stream=False)
+    busy = Client.http(handle.url, open_get_stream=False)
+    try:
+        assert len(app.sessions()) == 2
+        pending = busy.call_tool_future("gated", {"tag": "busy"})
+        assert probe.started("busy").wait(WAIT)
+        now[0] += 61.0
+        assert app.expire_idle_sessions() == 1, "only the session with nothing running expires"
+        with pytest.raises(ConnectionClosed):
+            idle.ping(timeout=WAIT)  # its session is gone: 404
+        probe.release("busy")
+        assert pending.result(WAIT)["content"][0]["text"] == "busy: released"
+        now[0] += 30.0
+        assert app.expire_idle_sessions() == 0, "the busy session was seen 30 s ago"
+        now[0] += 31.0
+        assert app.expire_idle_sessions() == 1
+        assert app.sessions() == []
+    finally:
+        idle.close()
+        busy.close()
