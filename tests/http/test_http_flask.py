@@ -59,10 +59,28 @@ def run_serve_http(web: Any) -> tuple[str, Callable[[], None]]:
     return f"http://127.0.0.1:{handle.port}", handle.stop
 
 
-@pytest.fixture(params=["werkzeug", "serve_http"])
+def run_waitress(web: Any) -> tuple[str, Callable[[], None]]:
+    from waitress.server import create_server
+
+    server = create_server(web, host="127.0.0.1", port=0, threads=8)
+    thread = threading.Thread(target=server.run, name="waitress-server")
+    thread.start()
+
+    def stop() -> None:
+        server.task_dispatcher.shutdown()
+        server.close()
+        thread.join(WAIT)
+
+    return f"http://127.0.0.1:{server.effective_port}", stop
+
+
+RUNNERS = {"werkzeug": run_werkzeug, "serve_http": run_serve_http, "waitress": run_waitress}
+
+
+@pytest.fixture(params=list(RUNNERS))
 def flask_site(request, probe) -> Iterator[tuple[str, McpWsgiApp]]:
     web, mcp_app = build_app(probe)
-    base, stop = (run_werkzeug if request.param == "werkzeug" else run_serve_http)(web)
+    base, stop = RUNNERS[request.param](web)
     try:
         yield base, mcp_app
     finally:
