@@ -221,16 +221,22 @@ class Server:
             output_schema=schema,
             wrap_output=wrap,
         )
-        with self._lock:
-            self._tools[tool_name] = tool
-        self.notify_list_changed("tools")
+        self._register(self._tools, tool_name, tool, "tools")
         return tool
 
     def remove_tool(self, name: str) -> None:
         """Unregister a tool; notifies connected clients. KeyError if unknown."""
+        self._register(self._tools, name, None, "tools")
+
+    def _register(self, registry: dict[str, Any], key: str, item: Any, kind: str) -> None:
+        """Add (or, with ``item=None``, remove: KeyError if unknown) a handler and tell the
+        connected clients that the ``kind`` list changed."""
         with self._lock:
-            del self._tools[name]
-        self.notify_list_changed("tools")
+            if item is None:
+                del registry[key]
+            else:
+                registry[key] = item
+        self.notify_list_changed(kind)
 
     def tools(self) -> list[RegisteredTool]:
         """The registered tools, in registration order."""
@@ -284,16 +290,12 @@ class Server:
             title=title,
             mime_type=mime_type,
         )
-        with self._lock:
-            self._resources[uri] = resource
-        self.notify_list_changed("resources")
+        self._register(self._resources, uri, resource, "resources")
         return resource
 
     def remove_resource(self, uri: str) -> None:
         """Unregister a resource or template; notifies connected clients."""
-        with self._lock:
-            del self._resources[uri]
-        self.notify_list_changed("resources")
+        self._register(self._resources, uri, None, "resources")
 
     def prompt(self, name: str | None = None, *, description: str | None = None, title: str | None = None) -> Callable[[F], F]:
         """Register a prompt (a decorator). Its arguments come from the type hints; it
@@ -317,16 +319,12 @@ class Server:
             description=description if description is not None else signature.description,
             title=title,
         )
-        with self._lock:
-            self._prompts[prompt_name] = prompt
-        self.notify_list_changed("prompts")
+        self._register(self._prompts, prompt_name, prompt, "prompts")
         return prompt
 
     def remove_prompt(self, name: str) -> None:
         """Unregister a prompt; notifies connected clients."""
-        with self._lock:
-            del self._prompts[name]
-        self.notify_list_changed("prompts")
+        self._register(self._prompts, name, None, "prompts")
 
     def completion(self, ref: str, argument: str) -> Callable[[F], F]:
         """Register a completer for a prompt or resource-template argument (a decorator).

@@ -27,18 +27,15 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import time
 import warnings
-from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import Any
 
 import anyio
 import mcp_types as types
 from mcp import Client
 from mcp.client.session import ClientRequestContext
-from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
-from mcp.shared.message import SessionMessage
 
 try:
     from builtins import BaseExceptionGroup
@@ -47,57 +44,9 @@ except ImportError:  # Python 3.10: anyio depends on the backport
 
 warnings.simplefilter("ignore")
 
-T0 = time.monotonic()
-
-
-def now() -> float:
-    return round(time.monotonic() - T0, 4)
-
-
-def dump(model: Any) -> Any:
-    if hasattr(model, "model_dump"):
-        return model.model_dump(mode="json", by_alias=True, exclude_none=True)
-    return model
-
-
-class Tap:
-    """Records every JSON-RPC message crossing the transport."""
-
-    def __init__(self) -> None:
-        self.wire: list[dict[str, Any]] = []
-
-    def record(self, direction: str, item: SessionMessage | Exception) -> None:
-        if isinstance(item, SessionMessage):
-            msg = json.loads(item.message.model_dump_json(by_alias=True, exclude_unset=True))
-        else:
-            msg = {"exception": repr(item)}
-        self.wire.append({"dir": direction, "t": now(), "msg": msg})
-
-    @asynccontextmanager
-    async def transport(self, url: str):
-        async with streamable_http_client(url) as (read, write):
-            in_send, in_recv = anyio.create_memory_object_stream[SessionMessage | Exception](0)
-            out_send, out_recv = anyio.create_memory_object_stream[SessionMessage](0)
-
-            async def pump_in() -> None:
-                async with in_send:
-                    async for item in read:
-                        self.record("<<", item)
-                        await in_send.send(item)
-
-            async def pump_out() -> None:
-                async with out_recv:
-                    async for item in out_recv:
-                        self.record(">>", item)
-                        await write.send(item)
-
-            async with anyio.create_task_group() as tg:
-                tg.start_soon(pump_in)
-                tg.start_soon(pump_out)
-                try:
-                    yield in_recv, out_send
-                finally:
-                    tg.cancel_scope.cancel()
+# the wire tap, clock and dump helpers are shared with the stdio interop client
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "interop" / "peers"))
+from official_client import Tap, dump, now  # noqa: E402
 
 
 CALLBACKS: list[dict[str, Any]] = []

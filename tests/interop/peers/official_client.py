@@ -75,6 +75,7 @@ import anyio
 import mcp_types as types
 from mcp import Client, StdioServerParameters, stdio_client
 from mcp.client.session import ClientRequestContext
+from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 from mcp.shared.message import SessionMessage
 
@@ -113,8 +114,10 @@ class Tap:
         self.wire.append({"dir": direction, "t": now(), "msg": msg})
 
     @asynccontextmanager
-    async def transport(self, params: StdioServerParameters):
-        async with stdio_client(params) as (read, write):
+    async def transport(self, params: StdioServerParameters | str):
+        """The SDK's stdio transport (for server parameters) or Streamable HTTP (for a URL)."""
+        inner = streamable_http_client(params) if isinstance(params, str) else stdio_client(params)
+        async with inner as (read, write):
             in_send, in_recv = anyio.create_memory_object_stream[SessionMessage | Exception](0)
             out_send, out_recv = anyio.create_memory_object_stream[SessionMessage](0)
 
