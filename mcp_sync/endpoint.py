@@ -78,8 +78,6 @@ else:  # pragma: no cover - Python 3.10
         """A wait's own timeout passed (the call goes on): both kinds of TimeoutError."""
 
 
-_FUTURE_DONE = ("CANCELLED", "CANCELLED_AND_NOTIFIED", "FINISHED")
-
 
 class PendingCall(concurrent.futures.Future):  # type: ignore[type-arg]
     """A request in flight to the peer: a :class:`concurrent.futures.Future` of its result.
