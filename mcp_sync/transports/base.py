@@ -16,10 +16,25 @@ import threading
 from collections import deque
 from typing import Protocol, runtime_checkable
 
-__all__ = ["Transport", "FdLineReader", "MAX_LINE_BYTES"]
+__all__ = ["Transport", "FdLineReader", "MAX_LINE_BYTES", "enlarge_pipe"]
 
 MAX_LINE_BYTES = 64 * 1024 * 1024
 """A line longer than this is discarded (and reported as an empty line)."""
+
+
+PIPE_BYTES = 1 << 20
+"""Pipe buffer size asked for on Linux, so a large message is written in one go instead of
+in 64 KiB steps that each wait for the reader."""
+
+
+def enlarge_pipe(fd: int, size: int = PIPE_BYTES) -> None:
+    """Grow the kernel buffer of the pipe ``fd`` (Linux only; anything else is left alone)."""
+    try:
+        import fcntl
+
+        fcntl.fcntl(fd, getattr(fcntl, "F_SETPIPE_SZ", 1031), size)
+    except (ImportError, OSError, ValueError):
+        pass  # not a pipe, not Linux, or over the system's limit: the default buffer works
 
 
 @runtime_checkable

@@ -16,7 +16,7 @@ import threading
 from collections import deque
 from typing import Callable, Literal, Mapping, Sequence, Union
 
-from .base import FdLineReader
+from .base import FdLineReader, enlarge_pipe
 
 __all__ = ["SubprocessTransport", "StderrMode"]
 
@@ -85,6 +85,8 @@ class SubprocessTransport:
             start_new_session=self._group,
         )
         assert self.process.stdin is not None and self.process.stdout is not None
+        enlarge_pipe(self.process.stdin.fileno())
+        enlarge_pipe(self.process.stdout.fileno())
         self._stdin = self.process.stdin
         self._reader = FdLineReader(self.process.stdout.fileno())
         self._write_lock = threading.Lock()
