@@ -674,8 +674,10 @@ class ServerSession(Session):
             message = f"Tool {name!r} timed out after {tool.timeout:g} s"
 
             def expire() -> None:
-                if handler_token.cancel(message):
-                    self.endpoint.respond(request, tool_error(message))
+                # answer first, then stop the handler: a handler that returns as soon as its
+                # token fires must not beat the timeout error to the response
+                if self.endpoint.respond(request, tool_error(message)):
+                    handler_token.cancel(message)
 
             deadline = deadlines.schedule(tool.timeout, expire)
         ctx = Context(self, request, handler_token)

@@ -586,3 +586,19 @@ def test_one_client_shared_by_16_threads(fast_switching):
                 assert outcomes.get(request_id) in ("cancelled", "timeout")
         kinds = Counter(outcomes.values())
         assert kinds["cancelled"] >= 16 * 12 // 5, kinds
+
+
+def test_tool_timeout_error_always_beats_a_handler_that_returns_when_its_token_fires(fast_switching):
+    """The deadline answers before it fires the token, so the handler's own late answer
+    (sent the moment it sees the token) can never reach the caller first."""
+    server = Server("racer", max_workers=4)
+
+    @server.tool(timeout=0.02)
+    def racer(ctx: Context) -> str:
+        ctx.wait(WAIT)
+        return "the handler's own answer"
+
+    with connected(server) as conn:
+        pending = [conn.client.call_tool_future("racer") for _ in range(200)]
+        texts = [p.result(WAIT)["content"][0]["text"] for p in pending]
+    assert all("timed out" in text for text in texts), texts
