@@ -4,12 +4,15 @@ Built on httpx's synchronous client (the optional extra ``mcp-sync-threaded[http
 maintained, thread-safe, connection-pooling client with streaming responses and per-phase
 timeouts, which is what SSE over plain threads needs.
 
-Every message the endpoint writes is POSTed. A request's answer is either JSON or an SSE
-stream; each open SSE stream is read by a short-lived thread that ends with the stream
-(HTTP/1.1 needs one connection, and so one blocking reader, per open response). After the
+Every message the endpoint writes is POSTed, and :meth:`HttpClientTransport.write` never
+waits for the network (after the handshake): each request is POSTed by a short-lived thread
+of its own, which then reads the answer -- JSON, or an SSE stream that it follows to the
+end (HTTP/1.1 needs one connection, and so one blocking reader, per open response).
+Notifications and responses are POSTed in order by one sender thread; a
+``notifications/cancelled`` goes only after its request's POST got through. After the
 handshake a thread holds the GET stream for server-initiated messages. Dropped streams are
-resumed with ``Last-Event-ID``. :meth:`HttpClientTransport.close` ends the session with
-``DELETE``.
+resumed with ``Last-Event-ID``; one that cannot be resumed fails the connection.
+:meth:`HttpClientTransport.close` ends the session with ``DELETE``.
 """
 
 from __future__ import annotations

@@ -8,6 +8,7 @@ cancelled), session end (404, DELETE), refusals (401/403), and a concurrent stre
 from __future__ import annotations
 
 import concurrent.futures
+import io
 import json
 import queue
 import random
@@ -19,6 +20,9 @@ import pytest
 
 from http_support import WAIT, Probe, make_server
 from mcp_helpers import wait_until
+
+# the names of the threads an HTTP client starts
+CLIENT_THREADS = ("mcp_sync-http-stream", "mcp_sync-http-get", "mcp_sync-http-request", "mcp_sync-http-sender")
 
 from mcp_sync import (
     Cancelled,
@@ -363,7 +367,7 @@ def test_close_does_not_hang_on_a_server_that_stopped_answering():
         closer.start()
         closer.join(10)
         assert not closer.is_alive(), "close() hung on the silent stream"
-        assert not [t.name for t in threading.enumerate() if t.name.startswith(("mcp_sync-http-stream", "mcp_sync-http-get"))]
+        assert not [t.name for t in threading.enumerate() if t.name.startswith(CLIENT_THREADS)]
     finally:
         stop.set()
         socket.create_connection(("127.0.0.1", port), timeout=WAIT).close()  # wakes accept()
@@ -479,4 +483,67 @@ def test_200_concurrent_calls_with_random_cancellations(serve, wire, fast_switch
         assert client.endpoint.in_flight() == (0, 0)
         print(Counter(outcomes.values()), "cancels accepted:", len(accepted), "late answers dropped:", len(late))
     assert handle.app.sessions() == []
-    assert not [t.name for t in threading.enumerate() if t.name.startswith(("mcp_sync-http-stream", "mcp_sync-http-get"))]
+    assert not [t.name for t in threading.enumerate() if t.name.startswith(CLIENT_THREADS)]
+
+
+class PostLog:
+    """A WSGI middleware that records the JSON-RPC message of every POST, in arrival order."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+        self.lock = threading.Lock()
+        self.messages: list[dict[str, Any]] = []
+
+    def __call__(self, environ: dict, start_response: Any) -> Any:
+        if environ["REQUEST_METHOD"] == "POST":
+            body = environ["wsgi.input"].read(int(environ.get("CONTENT_LENGTH") or 0))
+            with self.lock:
+                self.messages.append(json.loads(body))
+            environ["wsgi.input"] = io.BytesIO(body)
+        return self.app(environ, start_response)
+
+
+def test_a_cancellation_never_reaches_the_server_before_its_request(probe, serve, fast_switching):
+    """Requests are POSTed by threads of their own; a cancel issued the instant after the
+    call must still be POSTed after the request (or the server would not know the id and
+    the call would run uncancelled)."""
+    log = PostLog(make_server(probe).wsgi_app())
+    handle = serve(log)
+    with Client.http(handle.url.rsplit("/", 1)[0] + "/", open_get_stream=False) as client:
+        calls = [client.call_tool_future("gated", {"tag": f"c{i}"}) for i in range(30)]
+        for call in calls:
+            assert call.cancel("at once") is True
+        ids = {call.request_id for call in calls}
+
+        def every_cancel_arrived() -> bool:
+            with log.lock:
+                return ids <= {m["params"]["requestId"] for m in log.messages if m.get("method") == "notifications/cancelled"}
+
+        wait_until(every_cancel_arrived, "every cancellation to reach the server")
+        with log.lock:
+            order = [(m.get("method"), m.get("id") if "id" in m else m.get("params", {}).get("requestId")) for m in log.messages]
+        for rid in ids:
+            request_at = order.index(("tools/call", rid))
+            cancel_at = order.index(("notifications/cancelled", rid))
+            assert request_at < cancel_at, f"the cancel of {rid} arrived before its request"
+        for i in range(30):
+            assert probe.cancelled(f"c{i}").wait(WAIT) or not probe.started(f"c{i}").is_set()
+        client.ping(timeout=WAIT)
+
+
+def test_a_server_that_answers_with_json_stalls_no_other_call(probe, serve):
+    """With JSON answers the POST lasts as long as the call: it runs on its own thread, so
+    other calls, cancellations and timeouts go on meanwhile."""
+    handle = serve(make_server(probe).wsgi_app(path="/mcp", json_response=True))
+    with Client.http(handle.url, open_get_stream=False) as client:
+        blocked = client.call_tool_future("gated", {"tag": "slow"})
+        assert probe.started("slow").wait(WAIT)
+        client.ping(timeout=WAIT)  # not stuck behind the blocked POST
+        assert client.call_tool("echo", {"text": "meanwhile"}, timeout=WAIT).content[0].text == "meanwhile"
+        with pytest.raises(RequestTimeout):
+            client.call_tool("gated", {"tag": "timed"}, timeout=0.3)
+        assert blocked.cancel("done waiting") is True
+        with pytest.raises(Cancelled):
+            blocked.result(WAIT)
+        probe.release("slow")
+        probe.release("timed")
