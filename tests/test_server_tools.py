@@ -460,6 +460,31 @@ def test_on_cancel_runs_while_every_worker_is_blocked():
         wait_event(unblocked, "on_cancel to run while the only worker is busy")
 
 
+@pytest.mark.parametrize("error", [RuntimeError("cleanup failed"), Cancelled("stopped")])
+def test_a_handler_that_raises_after_its_cancellation_gets_no_response(error):
+    """The cancellation won: not a result, not a JSON-RPC error, not a tool error."""
+    server = Server("raiser", max_workers=1)
+    started, finished = threading.Event(), threading.Event()
+
+    @server.tool()
+    def raiser(ctx: Context) -> str:
+        started.set()
+        try:
+            ctx.wait(WAIT)
+            raise error
+        finally:
+            finished.set()
+
+    with connected(server) as conn:
+        pending = conn.client.call_tool_future("raiser")
+        wait_event(started, "the handler to start")
+        assert pending.cancel("stop") is True
+        wait_event(finished, "the handler to raise")
+        conn.barrier()
+        assert not responses_to(conn.wire.sent, pending.request_id), "a cancelled request was answered"
+        assert conn.client.endpoint.dropped == {}
+
+
 def test_on_cancel_does_not_run_for_a_request_that_completed():
     server = Server("ctx")
     calls: list[int] = []

@@ -496,3 +496,18 @@ def test_idle_sessions_expire_but_busy_ones_do_not(probe, serve):
     finally:
         idle.close()
         busy.close()
+
+
+def test_servers_bind_to_loopback_unless_told_otherwise(probe):
+    import inspect
+
+    from mcp_sync import Server
+    from mcp_sync.http_app import serve_http
+
+    handle = make_server(probe).serve_http(port=0)
+    try:
+        assert handle.host == "127.0.0.1"
+    finally:
+        handle.stop()
+    for function in (Server.serve_http, Server.run, serve_http):
+        assert inspect.signature(function).parameters["host"].default == "127.0.0.1", function
