@@ -128,7 +128,7 @@ def run_demo(out: TextIO = sys.stdout) -> int:
         report = client.call_tool("last_run", {"wait_seconds": 5}).structured_content or {}
         say(
             f"   server says: {report.get('state')} after {report.get('steps_done')} steps; "
-            f"the handler saw the cancellation {report.get('observed_after_ms')} ms after it arrived"
+            f"the handler saw it {report.get('observed_after_ms')} ms after its token fired"
         )
 
         say("3. calling slow(seconds=30) with timeout=0.5")
