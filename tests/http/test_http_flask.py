@@ -67,9 +67,12 @@ def run_waitress(web: Any) -> tuple[str, Callable[[], None]]:
     thread.start()
 
     def stop() -> None:
-        server.task_dispatcher.shutdown()
-        server.close()
+        from waitress import wasyncore
+
+        # close every socket from the loop's own thread: its loop then ends by itself
+        server.trigger.pull_trigger(lambda: wasyncore.close_all(server._map))
         thread.join(WAIT)
+        server.task_dispatcher.shutdown()
 
     return f"http://127.0.0.1:{server.effective_port}", stop
 
