@@ -337,7 +337,6 @@ class McpWsgiApp:
             with entry.get_lock:
                 entry.get_active += 1
         try:
-            yield b": stream open\n\n"
             yield from entry.transport.standalone.events(after, keepalive=self.keepalive, stop=self._stopping)
         finally:
             with entry.get_lock:
@@ -354,8 +353,7 @@ class McpWsgiApp:
 
 
 def _sse_body(events: Iterator[bytes]) -> Iterator[bytes]:
-    yield b": stream open\n\n"  # sends the headers at once
-    yield from events
+    yield from events  # its first item, a priming event, sends the headers at once
 
 
 def _plain(start_response: StartResponse, status: str, text: str, headers: list[tuple[str, str]] | None = None) -> list[bytes]:

@@ -93,11 +93,17 @@ class EventStream:
         """Yield formatted SSE events after sequence number ``after`` (default: the ones not
         yet delivered), and a keep-alive comment after ``keepalive`` idle seconds, until the
         stream ends or ``stop`` is set.
+
+        The first event is a *priming* event: an id and no data (the 2025-11-25 transport
+        says a server SHOULD send one at once), so a client that loses the connection before
+        the first message can still resume with ``Last-Event-ID``. It also sends the
+        response headers at once.
         """
         with self._cond:
             self._consumers += 1
             position = self._delivered if after is None else after
         try:
+            yield b"id: " + f"{self.id}:{position}".encode() + b"\ndata: \n\n"
             while True:
                 with self._cond:
                     deadline = time.monotonic() + keepalive

@@ -188,6 +188,18 @@ class Sse:
         self.ended = True
         return None
 
+    def next_priming(self) -> str | None:
+        """Read the priming event (an id and no data) that opens every stream; its id."""
+        event_id: str | None = None
+        for line in self._lines:
+            if line.startswith("id:"):
+                event_id = line.partition(":")[2].lstrip(" ")
+            elif line == "" and event_id is not None:
+                self.last_id = event_id
+                return event_id
+        self.ended = True
+        return None
+
     def next_comment(self) -> str | None:
         """Read until the next comment line; ``None`` at the end of the stream."""
         for line in self._lines:

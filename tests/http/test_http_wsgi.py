@@ -297,7 +297,7 @@ def test_second_concurrent_get_is_409(probe, serve, raw):
     session.initialize()
     first = session.get()
     assert first.status_code == 200
-    Sse(first).next_comment()  # the stream is open on the server
+    assert Sse(first).next_priming()  # the stream is open on the server
     second = session.get()
     assert second.status_code == 409
     second.close()
@@ -405,12 +405,13 @@ def test_idle_streams_get_keepalive_comments(probe, serve, raw):
     session = raw(handle.url)
     session.initialize()
     get = Sse(session.get())
-    comments = [get.next_comment() for _ in range(3)]  # the first one opens the stream
-    assert comments[1:] == [": keep-alive", ": keep-alive"]
+    assert get.next_priming()  # every stream opens with a priming event
+    assert [get.next_comment() for _ in range(2)] == [": keep-alive", ": keep-alive"]
     # a POST stream whose handler is busy gets them too
     busy = session.open(call_tool("gated", {"tag": "k"}, 9))
     assert probe.started("k").wait(WAIT)
-    assert [busy.next_comment() for _ in range(3)][1:] == [": keep-alive", ": keep-alive"]
+    assert busy.next_priming()
+    assert [busy.next_comment() for _ in range(2)] == [": keep-alive", ": keep-alive"]
     probe.release("k")
     assert [m["id"] for _, m in busy.rest()] == [9]
     get.close()
@@ -452,7 +453,7 @@ def test_a_resumed_standalone_stream_ending_does_not_unlock_a_second_get(probe):
         status, _, _, _ = _wsgi(app, "POST", json.dumps(notification("notifications/initialized")).encode(), accept=accept, **session)
         assert status == 202
         status, _, first, get_body = _wsgi(app, "GET", accept="text/event-stream", **session)
-        assert status == 200 and first.startswith(b":")
+        assert status == 200 and first.startswith(b"id: ")  # the priming event
         server.add_tool(lambda: "x", name="x")  # one event on the standalone stream
         event = next(get_body).decode()
         event_id = next(line[4:] for line in event.splitlines() if line.startswith("id: "))
@@ -511,3 +512,20 @@ def test_servers_bind_to_loopback_unless_told_otherwise(probe):
         handle.stop()
     for function in (Server.serve_http, Server.run, serve_http):
         assert inspect.signature(function).parameters["host"].default == "127.0.0.1", function
+
+
+def test_every_stream_opens_with_a_priming_event_that_allows_resumption(probe, serve, raw):
+    """2025-11-25: the server SHOULD send an event id with empty data at once, so a client
+    that loses the stream before the first message can still resume it."""
+    handle = serve(make_server(probe))
+    session = raw(handle.url)
+    session.initialize()
+    stream = session.open(call_tool("gated", {"tag": "p"}, 31))
+    priming = stream.next_priming()
+    assert priming is not None and priming.endswith(":0")
+    assert probe.started("p").wait(WAIT)
+    stream.close()  # lost before any message
+    probe.release("p")
+    resumed = Sse(session.get(headers={**session.headers(accept="text/event-stream"), "Last-Event-ID": priming}))
+    assert resumed.next_priming()
+    assert [m["id"] for _, m in resumed.rest()] == [31]
