@@ -38,10 +38,12 @@ from .jsonrpc import (
     PARSE_ERROR,
     ErrorResponse,
     InvalidMessage,
+    Notification,
     Request,
     decode_object,
     encode,
 )
+from .protocol import CANCELLED_METHOD as CANCELLED
 from .session import SUPPORTED_PROTOCOL_VERSIONS
 from .transports.http_session import HttpSessionTransport
 from .transports.sse import parse_event_id
@@ -295,6 +297,11 @@ class McpWsgiApp:
         if json_mode:
             data = stream.wait_for_event(self.request_timeout)
             if data is None:
+                if not stream.ended:
+                    # request_timeout passed: this POST can carry no answer any more, so the
+                    # request is cancelled exactly as if the client had asked
+                    reason = f"no answer within the server's request_timeout of {self.request_timeout:g} s"
+                    endpoint.receive_line(encode(Notification(CANCELLED, {"requestId": message.id, "reason": reason})))
                 return _plain(start_response, "204 No Content", "", headers)  # cancelled: no answer
             return _json(start_response, "200 OK", data, headers)
         start_response(

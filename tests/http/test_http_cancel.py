@@ -14,6 +14,7 @@ from http_support import (
     WAIT,
     Sse,
     call_tool,
+    initialize_request,
     join_new_threads,
     make_server,
     notification,
@@ -185,3 +186,18 @@ def test_cancelled_request_with_a_json_only_accept_gets_204_and_no_body(probe, s
     assert not poster.is_alive()
     assert answers[0].status_code == 204 and answers[0].content == b""
     assert wire.responses(21) == []
+
+
+def test_a_json_answer_that_outlives_request_timeout_cancels_the_request(probe, serve, raw, wire):
+    """The POST can carry no answer after request_timeout: the handler is cancelled, not
+    left running for nobody."""
+    handle = serve(make_server(probe).wsgi_app(path="/mcp", json_response=True, request_timeout=0.3))
+    session = raw(handle.url)
+    hello = session.post(initialize_request(0), headers=session.headers(session=False, accept="application/json"))
+    assert hello.status_code == 200 and hello.json()["id"] == 0
+    session.session_id = hello.headers["mcp-session-id"]
+    answer = session.post(call_tool("gated", {"tag": "t"}, 41), headers=session.headers(accept="application/json"))
+    assert answer.status_code == 204 and answer.content == b""
+    assert probe.cancelled("t").wait(WAIT)
+    assert "request_timeout" in (probe.reasons.get("t") or "")
+    assert wire.responses(41) == []
