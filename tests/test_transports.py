@@ -489,3 +489,23 @@ def test_child_can_share_our_session_when_asked(spawn):
     assert read_line_within(transport) == b"ready"
     assert os.getpgid(transport.process.pid) == os.getpgid(0)
     transport.close()
+
+
+def test_fd_line_reader_joins_a_long_line_read_in_many_small_chunks():
+    read_fd, write_fd = os.pipe()
+    data = b"a\r\nbb\n" + b"x" * 300_000 + b"\n\n" + b"tail"
+
+    def writer() -> None:
+        for i in range(0, len(data), 777):  # the reader sees the long line in ~400 pieces
+            os.write(write_fd, data[i : i + 777])
+        os.close(write_fd)
+
+    thread = threading.Thread(target=writer, name="chunk-writer")
+    thread.start()
+    reader = FdLineReader(read_fd)
+    lines = []
+    while (line := reader.read_line()) is not None:
+        lines.append(line)
+    thread.join(WAIT)
+    os.close(read_fd)
+    assert lines == [b"a", b"bb", b"x" * 300_000, b"", b"tail"]

@@ -66,7 +66,10 @@ class FdLineReader:
     def __init__(self, fd: int, chunk_size: int = 1 << 16) -> None:
         self._fd = fd
         self._chunk = chunk_size
-        self._buf = b""
+        # the start of a line whose newline has not arrived yet, in pieces: joined once, when
+        # it ends, so a long line read in many chunks costs linear time
+        self._partial: list[bytes] = []
+        self._partial_size = 0
         self._lines: deque[bytes] = deque()
         self._eof = False
         self._woken = False
@@ -104,18 +107,37 @@ class FdLineReader:
                 chunk = b""
             if not chunk:
                 self._eof = True
-                if self._buf:
-                    tail, self._buf = self._buf, b""
-                    self._lines.append(tail.rstrip(b"\r"))
+                if self._partial:
+                    self._add_line(b"".join(self._partial))
+                    self._partial, self._partial_size = [], 0
                 continue
-            data = self._buf + chunk if self._buf else chunk
-            parts = data.split(b"\n")
-            self._buf = parts.pop()
-            if len(self._buf) > MAX_LINE_BYTES:
-                self._buf = b""
-                parts.append(b"")
-            for part in parts:
-                self._lines.append(part[:-1] if part.endswith(b"\r") else part)
+            self._feed(chunk)
+
+    def _feed(self, chunk: bytes) -> None:
+        newline = chunk.find(b"\n")
+        if newline < 0:  # still inside a line: keep the piece, scan nothing again later
+            self._partial.append(chunk)
+            self._partial_size += len(chunk)
+            if self._partial_size > MAX_LINE_BYTES:  # discarded, reported as an empty line
+                self._partial, self._partial_size = [], 0
+                self._add_line(b"")
+            return
+        if self._partial:
+            self._partial.append(chunk[:newline])
+            self._add_line(b"".join(self._partial))
+            self._partial, self._partial_size = [], 0
+        else:
+            self._add_line(chunk[:newline])
+        parts = chunk[newline + 1 :].split(b"\n")
+        tail = parts.pop()
+        for part in parts:
+            self._add_line(part)
+        if tail:
+            self._partial.append(tail)
+            self._partial_size = len(tail)
+
+    def _add_line(self, line: bytes) -> None:
+        self._lines.append(line[:-1] if line.endswith(b"\r") else line)
 
     def wake(self) -> None:
         """Make a blocked or future :meth:`read_line` return ``None``."""
