@@ -25,8 +25,7 @@ def _is_content_block(value: Any) -> bool:
 
 
 def _content_block(value: Any) -> dict[str, Any]:
-    block = _dump(value) if isinstance(value, BaseModel) else dict(value)
-    return block
+    return _dump(value) if isinstance(value, BaseModel) else dict(value)
 
 
 def _text(text: str) -> dict[str, Any]:
@@ -36,9 +35,6 @@ def _text(text: str) -> dict[str, Any]:
 def tool_error(message: str) -> dict[str, Any]:
     """A ``CallToolResult`` reporting a tool failure (``isError: true``)."""
     return {"content": [_text(message)], "isError": True}
-
-
-_PRIMITIVES = (int, float, bool, list, tuple)
 
 
 def output_schema_for(annotation: Any, schema_of: Any) -> tuple[dict[str, Any] | None, bool]:
