@@ -180,9 +180,6 @@ class CancellationChecker:
         for label, line in variants:
             self._silent_after(f"malformed cancel ({label}) is ignored", lambda line=line: self.recorder.write(line))
 
-    def _wait_started(self, call: PendingCall, progress: threading.Event, limit: float) -> None:
-        progress.wait(limit)
-
     def check_in_flight(self, tool: str, arguments: dict[str, Any]) -> float | None:
         """Cancel a slow call in flight: no response may follow. Returns its uncancelled
         duration in seconds (measured first), or None if the tool failed."""

@@ -624,3 +624,20 @@ def test_log_messages_and_set_level():
         with pytest.raises(McpError) as info:
             conn.client.request("logging/setLevel", {"level": "verbose"}, timeout=WAIT)
         assert info.value.code == -32602
+
+
+def test_custom_request_methods_are_served_after_initialization():
+    server = Server("custom")
+    seen: list[Any] = []
+
+    def handler(session, request, token):
+        seen.append((request.method, request.params, token.cancelled))
+        return {"echo": request.params.get("x")}
+
+    server.add_method("acme/echo", handler)
+    with connected(server) as conn:
+        assert conn.client.request("acme/echo", {"x": 7}, timeout=WAIT) == {"echo": 7}
+        with pytest.raises(McpError) as info:
+            conn.client.request("acme/unknown", timeout=WAIT)
+        assert info.value.code == -32601
+    assert seen == [("acme/echo", {"x": 7}, False)]

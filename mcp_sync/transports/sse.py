@@ -54,12 +54,6 @@ class EventStream:
         return self._ended
 
     @property
-    def consumed(self) -> bool:
-        """True when the stream ended and its last event was handed to a consumer."""
-        with self._cond:
-            return self._ended and self._delivered >= self._seq
-
-    @property
     def has_consumer(self) -> bool:
         """True while an HTTP response is iterating the stream."""
         return self._consumers > 0
