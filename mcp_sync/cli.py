@@ -24,6 +24,7 @@ from typing import Any, Sequence, TextIO
 from .cancel import Cancelled
 from .client import Client
 from .errors import CapabilityError, ConnectionClosed, McpError, RequestTimeout
+from .wire import model_to_wire
 
 __all__ = ["main", "EXIT_ERROR", "EXIT_TOOL_ERROR", "EXIT_TIMEOUT", "EXIT_INTERRUPTED"]
 
@@ -88,7 +89,7 @@ def cmd_tools(options: argparse.Namespace, command: list[str]) -> int:
     with _connect(options, command, stderr="inherit" if options.verbose else "discard") as client:
         tools = client.list_tools(timeout=options.timeout)
         if options.json:
-            _print_json([t.model_dump(mode="json", by_alias=True, exclude_none=True) for t in tools], sys.stdout)
+            _print_json([model_to_wire(t) for t in tools], sys.stdout)
         else:
             for tool in tools:
                 print(f"{tool.name}: {tool.description or ''}".rstrip())
@@ -153,7 +154,7 @@ def cmd_call(options: argparse.Namespace, command: list[str]) -> int:
             if text is not None:
                 print(text)
             else:
-                _print_json(block.model_dump(mode="json", by_alias=True, exclude_none=True), sys.stdout)
+                _print_json(model_to_wire(block), sys.stdout)
     if result.is_error:
         print("mcp-sync: the tool reported an error", file=sys.stderr)
         return EXIT_TOOL_ERROR

@@ -33,6 +33,7 @@ from .protocol import InboundRequest
 from .session import LATEST_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS, Session
 from .transports.base import Transport
 from .transports.subprocess import StderrMode, SubprocessTransport
+from .wire import model_to_wire
 
 if TYPE_CHECKING:  # pragma: no cover
     import mcp_types
@@ -60,11 +61,7 @@ def _version() -> str:
 
 
 def _dump(value: Any) -> Any:
-    if isinstance(value, BaseModel):
-        dumped = value.model_dump(mode="json", by_alias=True, exclude_none=True)
-        dumped.pop("resultType", None)
-        return dumped
-    return value
+    return model_to_wire(value, result=True) if isinstance(value, BaseModel) else value
 
 
 def _root(value: str | os.PathLike[str] | Mapping[str, Any]) -> dict[str, Any]:

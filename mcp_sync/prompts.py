@@ -8,6 +8,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from .handlers import Signature
+from .wire import model_to_wire
 
 __all__ = ["RegisteredPrompt", "to_prompt_result"]
 
@@ -43,18 +44,12 @@ class RegisteredPrompt:
         return item
 
 
-def _dump(model: BaseModel) -> dict[str, Any]:
-    data = model.model_dump(mode="json", by_alias=True, exclude_none=True)
-    data.pop("resultType", None)
-    return data
-
-
 _ROLES = ("user", "assistant")
 
 
 def _message(value: Any) -> dict[str, Any]:
     if isinstance(value, BaseModel):
-        value = _dump(value)
+        value = model_to_wire(value, result=True)
     if isinstance(value, str):
         return {"role": "user", "content": {"type": "text", "text": value}}
     if isinstance(value, dict) and "role" in value:
@@ -64,7 +59,7 @@ def _message(value: Any) -> dict[str, Any]:
         if isinstance(content, str):
             return {"role": value["role"], "content": {"type": "text", "text": content}}
         if isinstance(content, BaseModel):
-            return {"role": value["role"], "content": _dump(content)}
+            return {"role": value["role"], "content": model_to_wire(content, result=True)}
         return dict(value)
     if isinstance(value, dict) and "type" in value:
         return {"role": "user", "content": value}
@@ -80,7 +75,7 @@ def to_prompt_result(value: Any, description: str | None) -> dict[str, Any]:
     messages normalised like the others.
     """
     if isinstance(value, BaseModel) and type(value).__name__ == "GetPromptResult":
-        return _dump(value)
+        return model_to_wire(value, result=True)
     if isinstance(value, dict) and "messages" in value and "role" not in value and "type" not in value:
         given = dict(value)
         given["messages"] = [_message(item) for item in value["messages"]]

@@ -11,6 +11,7 @@ from pydantic import BaseModel
 
 from .handlers import Signature
 from .uri_template import UriTemplate
+from .wire import model_to_wire
 
 __all__ = ["RegisteredResource", "to_resource_contents"]
 
@@ -45,10 +46,6 @@ class RegisteredResource:
         return item
 
 
-def _dump(model: BaseModel) -> dict[str, Any]:
-    return model.model_dump(mode="json", by_alias=True, exclude_none=True)
-
-
 def to_resource_contents(value: Any, uri: str, mime_type: str | None) -> dict[str, Any]:
     """Convert what a resource handler returned into a ``ReadResourceResult`` dict.
 
@@ -56,9 +53,7 @@ def to_resource_contents(value: Any, uri: str, mime_type: str | None) -> dict[st
     (``application/json``); content objects (with ``uri`` and ``text``/``blob``) as they are.
     """
     if isinstance(value, BaseModel) and type(value).__name__ == "ReadResourceResult":
-        dumped = _dump(value)
-        dumped.pop("resultType", None)
-        return dumped
+        return model_to_wire(value, result=True)
     items = value if isinstance(value, list) and value and all(_is_contents(v) for v in value) else [value]
     contents = []
     for item in items:
@@ -67,13 +62,13 @@ def to_resource_contents(value: Any, uri: str, mime_type: str | None) -> dict[st
 
 
 def _is_contents(value: Any) -> bool:
-    data = _dump(value) if isinstance(value, BaseModel) else value
+    data = model_to_wire(value) if isinstance(value, BaseModel) else value
     return isinstance(data, dict) and "uri" in data and ("text" in data or "blob" in data)
 
 
 def _one(value: Any, uri: str, mime_type: str | None) -> dict[str, Any]:
     if _is_contents(value):
-        return _dump(value) if isinstance(value, BaseModel) else dict(value)
+        return model_to_wire(value) if isinstance(value, BaseModel) else dict(value)
     entry: dict[str, Any] = {"uri": uri}
     if isinstance(value, str):
         entry["text"] = value
@@ -83,7 +78,7 @@ def _one(value: Any, uri: str, mime_type: str | None) -> dict[str, Any]:
         entry["blob"] = base64.b64encode(bytes(value)).decode()
         entry["mimeType"] = mime_type or "application/octet-stream"
     else:
-        data = _dump(value) if isinstance(value, BaseModel) else value
+        data = model_to_wire(value) if isinstance(value, BaseModel) else value
         entry["text"] = json.dumps(data, ensure_ascii=False, default=str)
         entry["mimeType"] = mime_type or "application/json"
     return entry

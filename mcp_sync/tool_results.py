@@ -8,14 +8,12 @@ from typing import Any, get_args, get_origin
 
 from pydantic import BaseModel
 
+from .wire import model_to_wire
+
 __all__ = ["to_call_tool_result", "tool_error", "output_schema_for", "CONTENT_TYPES"]
 
 CONTENT_TYPES = frozenset({"text", "image", "audio", "resource", "resource_link"})
 """``type`` values of MCP content blocks."""
-
-
-def _dump(model: BaseModel) -> dict[str, Any]:
-    return model.model_dump(mode="json", by_alias=True, exclude_none=True)
 
 
 def _is_content_block(value: Any) -> bool:
@@ -25,7 +23,7 @@ def _is_content_block(value: Any) -> bool:
 
 
 def _content_block(value: Any) -> dict[str, Any]:
-    return _dump(value) if isinstance(value, BaseModel) else dict(value)
+    return model_to_wire(value) if isinstance(value, BaseModel) else dict(value)
 
 
 def _text(text: str) -> dict[str, Any]:
@@ -88,12 +86,10 @@ def to_call_tool_result(value: Any, wrap: bool) -> dict[str, Any]:
         return {"content": [_text(value)]}
     if isinstance(value, BaseModel):
         if type(value).__name__ == "CallToolResult":
-            dumped = _dump(value)
-            dumped.pop("resultType", None)
-            return dumped
+            return model_to_wire(value, result=True)
         if _is_content_block(value):
             return {"content": [_content_block(value)]}
-        structured = _dump(value)
+        structured = model_to_wire(value)
         return {"content": [_text(json.dumps(structured, ensure_ascii=False))], "structuredContent": structured}
     if isinstance(value, dict):
         if isinstance(value.get("content"), list) and "isError" in value:
@@ -117,5 +113,5 @@ def to_call_tool_result(value: Any, wrap: bool) -> dict[str, Any]:
 
 def _json_default(value: Any) -> Any:
     if isinstance(value, BaseModel):
-        return value.model_dump(mode="json", by_alias=True, exclude_none=True)
+        return model_to_wire(value)
     raise TypeError(f"not JSON serialisable: {type(value).__name__}")
