@@ -1,12 +1,17 @@
 """Measure mcp_sync against the official MCP Python SDK, side by side, in one run.
 
-    python benchmarks/bench.py [--calls N] [--http] [--json FILE]
+    python benchmarks/bench.py [--calls N] [--rounds R] [--http] [--json FILE]
 
 Each client runs in a fresh subprocess against a fresh server process (stdio) or a server
 on a free loopback port (Streamable HTTP, with --http), so import and start-up costs are
 counted the same way for both. mcp_sync's client talks to mcp_sync's server and the
-official client to the official server. Prints a table; nothing is asserted: this is a
-measurement, not a test.
+official client to the official server.
+
+Sequential round trips are measured interleaved (see ``sequential.py``): the clients take
+turns, round after round, and each keeps its best round. Over stdio a third client takes
+part, a bare JSON-lines echo in plain Python: the floor that this machine's pipes, process
+wake-ups and JSON set before any library runs. Prints a table; nothing is asserted: this is
+a measurement, not a test.
 """
 
 from __future__ import annotations
@@ -23,6 +28,11 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 PY = sys.executable
+
+import sequential  # noqa: E402  (benchmarks/ is this script's directory)
+
+SERVERS = {"mcp_sync": HERE / "peers" / "sync_server.py", "official": HERE / "peers" / "official_server.py"}
+RUNNERS = {"mcp_sync": "run_mcp_sync.py", "official": "run_official.py"}
 
 ROWS = [
     ("connect_init_s", "connect + initialize (s, incl. imports)", "lower"),
@@ -69,29 +79,40 @@ def _run(runner: str, target: list[str], calls: int) -> dict[str, float]:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def measure(transport: str, calls: int) -> dict[str, dict[str, float]]:
-    results: dict[str, dict[str, float]] = {}
-    for name, runner, server in (
-        ("mcp_sync", "run_mcp_sync.py", HERE / "peers" / "sync_server.py"),
-        ("official", "run_official.py", HERE / "peers" / "official_server.py"),
-    ):
-        print(f"  {transport}: {name} ...", file=sys.stderr, flush=True)
-        if transport == "stdio":
-            results[name] = _run(runner, ["--", PY, str(server)], calls)
-            continue
-        port = _free_port()
-        proc = subprocess.Popen([PY, str(server), "--http", str(port)], env=_env(), stderr=subprocess.DEVNULL)
-        try:
-            _wait_port(port)
-            results[name] = _run(runner, ["--url", f"http://127.0.0.1:{port}/mcp"], calls)
-        finally:
-            proc.terminate()
-            try:
-                proc.wait(10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+def _stop(proc: subprocess.Popen[bytes]) -> None:
+    proc.terminate()
+    try:
+        proc.wait(10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
+def measure_stdio(calls: int, rounds: int) -> dict[str, dict[str, object]]:
+    results = sequential.measure(sequential.stdio_clients(SERVERS, floor=True), _env(), calls, rounds, stdio=True)
+    for name, runner in RUNNERS.items():
+        print(f"  stdio: {name}, the other scenarios ...", file=sys.stderr, flush=True)
+        results[name].update(_run(runner, ["--", PY, str(SERVERS[name])], calls))
     return results
+
+
+def measure_http(calls: int, rounds: int) -> dict[str, dict[str, object]]:
+    servers: dict[str, subprocess.Popen[bytes]] = {}
+    urls: dict[str, str] = {}
+    try:
+        for name, script in SERVERS.items():
+            port = _free_port()
+            servers[name] = subprocess.Popen([PY, str(script), "--http", str(port)], env=_env(), stderr=subprocess.DEVNULL)
+            _wait_port(port)
+            urls[name] = f"http://127.0.0.1:{port}/mcp"
+        results = sequential.measure(sequential.http_clients(urls), _env(), calls, rounds, stdio=False)
+        for name, runner in RUNNERS.items():
+            print(f"  http: {name}, the other scenarios ...", file=sys.stderr, flush=True)
+            results[name].update(_run(runner, ["--url", urls[name]], calls))
+        return results
+    finally:
+        for proc in servers.values():
+            _stop(proc)
 
 
 def _fmt(value: float | None) -> str:
@@ -104,36 +125,58 @@ def _fmt(value: float | None) -> str:
     return f"{value:.3g}"
 
 
-def table(title: str, results: dict[str, dict[str, float]]) -> str:
-    ours, theirs = results["mcp_sync"], results["official"]
-    lines = [title, "", f"| {'measure':<66} | {'mcp_sync':>10} | {'official SDK':>12} | {'ratio':>7} |", f"|{'-' * 68}|{'-' * 12}|{'-' * 14}|{'-' * 9}|"]
+def _number(value: object) -> float | None:
+    return float(value) if isinstance(value, (int, float)) else None
+
+
+def table(title: str, results: dict[str, dict[str, object]]) -> str:
+    ours, theirs, floor = results["mcp_sync"], results["official"], results.get("floor", {})
+    head = f"| {'measure':<66} | {'mcp_sync':>10} | {'official SDK':>12} | {'ratio':>7} |"
+    rule = f"|{'-' * 68}|{'-' * 12}|{'-' * 14}|{'-' * 9}|"
+    if floor:
+        head += f" {'bare echo (floor)':>17} |"
+        rule += f"{'-' * 19}|"
+    lines = [title, "", head, rule]
     for key, label, better in ROWS:
-        a, b = ours.get(key), theirs.get(key)
+        a, b = _number(ours.get(key)), _number(theirs.get(key))
         if a is None and b is None:
             continue
         ratio = "-"
         if a and b:
             r = a / b if better == "higher" else b / a
             ratio = f"{r:.1f}x"
-        lines.append(f"| {label:<66} | {_fmt(a):>10} | {_fmt(b):>12} | {ratio:>7} |")
+        line = f"| {label:<66} | {_fmt(a):>10} | {_fmt(b):>12} | {ratio:>7} |"
+        if floor:
+            line += f" {_fmt(_number(floor.get(key))):>17} |"
+        lines.append(line)
     lines.append("")
     lines.append("ratio: how many times better mcp_sync is (>1 is better for mcp_sync).")
+    lines.append("Sequential round trips: each client's best of the interleaved rounds; the ratio of")
+    lines.append("each round's rates, round by round:")
+    for key, label, _better in ROWS[1:4]:
+        mine, other = ours.get(key + "_rounds"), theirs.get(key + "_rounds")
+        if isinstance(mine, list) and isinstance(other, list):
+            per_round = ", ".join(f"{m / o:.1f}x" for m, o in zip(mine, other))
+            lines.append(f"  {label}: {per_round}")
     return "\n".join(lines)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--calls", type=int, default=2000, help="round trips per sequential measurement")
+    parser.add_argument("--calls", type=int, default=2000, help="calls per measurement (sequential: a share of it per round)")
+    parser.add_argument("--rounds", type=int, default=5, help="interleaved rounds of each sequential measurement")
     parser.add_argument("--http", action="store_true", help="also measure Streamable HTTP")
     parser.add_argument("--json", help="also write the raw numbers to this file")
     options = parser.parse_args()
-    raw: dict[str, object] = {"python": sys.version.split()[0], "cpus": os.cpu_count(), "calls": options.calls}
-    print(f"Python {raw['python']}, {raw['cpus']} CPUs, {options.calls} calls per sequential measure", file=sys.stderr)
-    stdio = measure("stdio", options.calls)
+    raw: dict[str, object] = {
+        "python": sys.version.split()[0], "cpus": os.cpu_count(), "calls": options.calls, "rounds": options.rounds
+    }
+    print(f"Python {raw['python']}, {raw['cpus']} CPUs, --calls {options.calls}, --rounds {options.rounds}", file=sys.stderr)
+    stdio = measure_stdio(options.calls, options.rounds)
     raw["stdio"] = stdio
     print(table("stdio (client and server of the same library)", stdio))
     if options.http:
-        http = measure("http", max(200, options.calls // 4))
+        http = measure_http(max(200, options.calls // 4), options.rounds)
         raw["http"] = http
         print()
         print(table("Streamable HTTP (client and server of the same library)", http))

@@ -1,6 +1,10 @@
-"""Benchmark scenarios with the mcp_sync client; prints one JSON object.
+"""Benchmark scenarios with the mcp_sync client.
 
     python run_mcp_sync.py SPAWN_TIME N (--url URL | -- CMD ...)
+        every scenario but the sequential round trips; prints one JSON object
+    python run_mcp_sync.py --commands (--url URL | -- CMD ...)
+        connects, prints "ready", then runs sequential round trips on command (see
+        benchmarks/sequential.py): one line in ("ping 400"), one rate out, until "quit"
 """
 
 from __future__ import annotations
@@ -12,10 +16,14 @@ import threading
 import time
 import tracemalloc
 
-T_START = float(sys.argv[1])
-N = int(sys.argv[2])
+COMMANDS = sys.argv[1] == "--commands"
+T_START = 0.0 if COMMANDS else float(sys.argv[1])
+N = 0 if COMMANDS else int(sys.argv[2])
 
+import sequential  # noqa: E402  (benchmarks/ is this script's directory)
 from mcp_sync import Client  # noqa: E402  (imported after noting the start, as users would)
+
+KIB1, KIB100 = "x" * 1024, "x" * (100 * 1024)
 
 
 def rss_kib() -> int:
@@ -23,21 +31,19 @@ def rss_kib() -> int:
         return int(f.read().split()[1]) * 4
 
 
-def rate(fn, count: int, rounds: int = 3) -> float:
-    """Calls per second: the best of ``rounds`` rounds of ``count // rounds`` calls (the
-    best round is the one least disturbed by other work on the machine)."""
-    per = max(1, count // rounds)
-    best = 0.0
-    for _ in range(rounds):
-        start = time.perf_counter()
-        for _ in range(per):
-            fn()
-        best = max(best, per / (time.perf_counter() - start))
-    return best
+def serve_commands(client: Client) -> None:
+    """Sequential round trips on command: "SCENARIO COUNT" in, calls per second out."""
+    sequential.answer_commands(
+        {
+            "ping": client.ping,
+            "call_1k": lambda: client.call_tool("echo", {"text": KIB1}),
+            "call_100k": lambda: client.call_tool("echo", {"text": KIB100}),
+        }
+    )
 
 
 def main() -> None:
-    args = sys.argv[3:]
+    args = sys.argv[2:] if COMMANDS else sys.argv[3:]
     if args[0] == "--url":
         client = Client.http(args[1])
         transport = "http"
@@ -46,12 +52,12 @@ def main() -> None:
         transport = "stdio"
     out: dict[str, object] = {"connect_init_s": time.time() - T_START}
     with client:
-        kib1, kib100 = "x" * 1024, "x" * (100 * 1024)
+        if COMMANDS:
+            serve_commands(client)
+            return
+        kib1 = KIB1
         client.ping()
-        out["ping_rps"] = rate(client.ping, N)
-        out["call_1k_rps"] = rate(lambda: client.call_tool("echo", {"text": kib1}), N)
         if transport == "stdio":
-            out["call_100k_rps"] = rate(lambda: client.call_tool("echo", {"text": kib100}), max(50, N // 10))
             # 8 concurrent callers
             per = N // 8
             barrier = threading.Barrier(9)

@@ -1,7 +1,5 @@
-"""Benchmark scenarios with the official MCP SDK client; prints one JSON object.
-
-    python run_official.py SPAWN_TIME N (--url URL | -- CMD ...)
-"""
+"""Benchmark scenarios with the official MCP SDK client: the scenarios and the command line
+of ``run_mcp_sync.py``, with the official client in place of mcp_sync's."""
 
 from __future__ import annotations
 
@@ -13,10 +11,12 @@ import time
 import tracemalloc
 import warnings
 
-T_START = float(sys.argv[1])
-N = int(sys.argv[2])
+COMMANDS = sys.argv[1] == "--commands"
+T_START = 0.0 if COMMANDS else float(sys.argv[1])
+N = 0 if COMMANDS else int(sys.argv[2])
 
 import anyio  # noqa: E402
+import anyio.to_thread  # noqa: E402
 from mcp import Client, StdioServerParameters, stdio_client  # noqa: E402
 from mcp.client.streamable_http import streamable_http_client  # noqa: E402
 
@@ -28,21 +28,34 @@ def rss_kib() -> int:
         return int(f.read().split()[1]) * 4
 
 
-async def rate(fn, count: int, rounds: int = 3) -> float:
-    """Calls per second: the best of ``rounds`` rounds of ``count // rounds`` calls (the
-    best round is the one least disturbed by other work on the machine)."""
-    per = max(1, count // rounds)
-    best = 0.0
-    for _ in range(rounds):
+KIB1, KIB100 = "x" * 1024, "x" * (100 * 1024)
+
+
+async def serve_commands(client: Client) -> None:
+    """Sequential round trips on command: "SCENARIO COUNT" in, calls per second out."""
+    scenarios = {
+        "ping": client.send_ping,
+        "call_1k": lambda: client.call_tool("echo", {"text": KIB1}),
+        "call_100k": lambda: client.call_tool("echo", {"text": KIB100}),
+    }
+    for fn in scenarios.values():
+        await fn()  # warm up every path once
+    print("ready", flush=True)
+    while True:
+        # read the command off the event loop, so nothing waits on the loop meanwhile
+        line = await anyio.to_thread.run_sync(sys.stdin.readline)
+        name, _, count = line.partition(" ")
+        if not line or name.strip() == "quit":
+            return
+        fn, n = scenarios[name], int(count)
         start = time.perf_counter()
-        for _ in range(per):
+        for _ in range(n):
             await fn()
-        best = max(best, per / (time.perf_counter() - start))
-    return best
+        print(n / (time.perf_counter() - start), flush=True)
 
 
 async def main() -> None:
-    args = sys.argv[3:]
+    args = sys.argv[2:] if COMMANDS else sys.argv[3:]
     if args[0] == "--url":
         transport, target = "http", streamable_http_client(args[1])
     else:
@@ -52,12 +65,12 @@ async def main() -> None:
     out: dict[str, object] = {}
     async with Client(target, mode="legacy") as client:
         out["connect_init_s"] = time.time() - T_START
-        kib1, kib100 = "x" * 1024, "x" * (100 * 1024)
+        if COMMANDS:
+            await serve_commands(client)
+            return
+        kib1 = KIB1
         await client.send_ping()
-        out["ping_rps"] = await rate(client.send_ping, N)
-        out["call_1k_rps"] = await rate(lambda: client.call_tool("echo", {"text": kib1}), N)
         if transport == "stdio":
-            out["call_100k_rps"] = await rate(lambda: client.call_tool("echo", {"text": kib100}), max(50, N // 10))
             per = N // 8
 
             async def worker() -> None:

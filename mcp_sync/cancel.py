@@ -1,7 +1,8 @@
 """Cancellation primitives: :class:`CancelToken` and :class:`Cancelled`.
 
-A token is a one-shot flag built on :class:`threading.Event`. Whoever wants a piece of work
-to stop calls :meth:`CancelToken.cancel`; the work observes it by polling
+A token is a one-shot flag (a :class:`threading.Event` is made only when a thread first waits
+on it, so the token every request carries costs little). Whoever wants a piece of work to stop
+calls :meth:`CancelToken.cancel`; the work observes it by polling
 :attr:`CancelToken.cancelled`, by waiting with :meth:`CancelToken.wait`, or by registering a
 callback with :meth:`CancelToken.add_callback`.
 
@@ -48,10 +49,12 @@ class CancelToken:
             do_a_bit_of_work()
     """
 
-    __slots__ = ("_event", "_lock", "_reason", "_callbacks", "_deadline", "__weakref__")
+    __slots__ = ("_cancelled", "_event", "_lock", "_reason", "_callbacks", "_deadline", "__weakref__")
 
     def __init__(self) -> None:
-        self._event = threading.Event()
+        self._cancelled = False
+        # made by the first wait(): most tokens (one per request) are never waited on
+        self._event: threading.Event | None = None
         self._lock = threading.Lock()
         self._reason: str | None = None
         self._callbacks: list[Callback] | None = []
@@ -65,7 +68,7 @@ class CancelToken:
     @property
     def cancelled(self) -> bool:
         """True once :meth:`cancel` has succeeded."""
-        return self._event.is_set()
+        return self._cancelled
 
     @property
     def reason(self) -> str | None:
@@ -81,9 +84,12 @@ class CancelToken:
             if self._callbacks is None:
                 return False
             self._reason = reason
+            self._cancelled = True  # after the reason: whoever sees the flag sees the reason
             callbacks, self._callbacks = self._callbacks, None
             deadline, self._deadline = self._deadline, None
-            self._event.set()
+            event = self._event
+        if event is not None:
+            event.set()
         if deadline is not None:
             deadline.cancel()
         for callback in callbacks:
@@ -97,21 +103,29 @@ class CancelToken:
         The wait is sliced into short waits so that ``KeyboardInterrupt`` is seen promptly.
         ``timeout=None`` waits for ever.
         """
-        if self._event.is_set():
+        if self._cancelled:
             return True
         if timeout is not None and timeout <= 0:
             return False
+        event = self._event
+        if event is None:
+            with self._lock:  # cancel() reads the event under this lock, after setting the flag
+                if self._cancelled:
+                    return True
+                if self._event is None:
+                    self._event = threading.Event()
+                event = self._event
         end = None if timeout is None else time.monotonic() + timeout
         while True:
             slice_ = WAIT_SLICE if end is None else min(WAIT_SLICE, end - time.monotonic())
             if slice_ <= 0:
-                return self._event.is_set()
-            if self._event.wait(slice_):
+                return self._cancelled
+            if event.wait(slice_):
                 return True
 
     def raise_if_cancelled(self) -> None:
         """Raise :class:`Cancelled` (with the reason) if the token is cancelled."""
-        if self._event.is_set():
+        if self._cancelled:
             raise Cancelled(self._reason)
 
     # -- callbacks ---------------------------------------------------------------------------

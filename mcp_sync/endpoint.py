@@ -516,7 +516,8 @@ class Endpoint:
         with self._lock:
             actions = self._core.receive(message)
             self._queue_sends(actions)
-        self._flush(block=True)
+        if self._outbox:  # whoever queues a message also flushes it: nothing is stranded
+            self._flush(block=True)
         self._perform(actions, inline)
 
     def _perform(self, actions: Iterable[Action], inline: Callable[[InboundRequest], Any] | None = None) -> None:

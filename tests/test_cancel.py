@@ -158,6 +158,40 @@ def test_wait_wakes_when_cancelled_from_another_thread():
     assert time.monotonic() - start < 2.0
 
 
+def test_first_wait_racing_cancel_is_always_woken(fast_switching):
+    """The event behind wait() is made by the first waiter: a cancel that races with that
+    first wait must still wake it (the flag and the event are handed over under one lock)."""
+    for _ in range(200):
+        token = CancelToken()
+        barrier = threading.Barrier(2)
+        outcome: list[bool] = []
+
+        def waiter(
+            token: CancelToken = token, barrier: threading.Barrier = barrier, outcome: list[bool] = outcome
+        ) -> None:
+            barrier.wait()
+            outcome.append(token.wait(30))
+
+        thread = threading.Thread(target=waiter)
+        thread.start()
+        barrier.wait()
+        token.cancel("race")
+        thread.join(10)
+        assert not thread.is_alive(), "a wait() that raced with cancel() was never woken"
+        assert outcome == [True]
+
+
+def test_tokens_never_waited_on_build_no_event():
+    """One token per request: those nobody waits on stay a flag and a lock."""
+    token = CancelToken()
+    token.add_callback(lambda _t: None)
+    assert token.cancel("done")
+    assert token.cancelled and token.reason == "done"
+    assert token._event is None
+    assert token.wait(5) is True  # already cancelled: returns at once, still no event
+    assert token._event is None
+
+
 def test_wait_forever_is_woken():
     token = CancelToken()
     started = threading.Event()

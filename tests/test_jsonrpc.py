@@ -241,3 +241,27 @@ def test_encode_dict_and_error_object():
     assert jsonrpc.error_object(-32602, "bad", [1]) == {"code": -32602, "message": "bad", "data": [1]}
     wire = json.loads(encode(ErrorResponse(1, -32602, "bad")))
     assert "data" not in wire["error"]
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["x" * 200_000, "é" * 70_000, "日本 😀 " * 20_000, 'quotes " and \\ back\tslash\n' * 5_000, ""],
+)
+def test_encode_large_strings_exactly(text):
+    """Large tool arguments and results (the fast serializer path) encode to exactly the JSON
+    that the standard library writes, and decode back unchanged."""
+    message = Request(1, "tools/call", {"name": "echo", "arguments": {"text": text}})
+    data = encode(message)
+    assert data == (json.dumps(message.to_json(), ensure_ascii=False, separators=(",", ":")) + "\n").encode()
+    assert decode(data.rstrip(b"\n")) == message
+
+
+def test_encode_never_writes_nan_or_infinity():
+    """NaN and infinities are not JSON: they go on the wire as null, so the peer can parse
+    the message."""
+    data = encode(Response(1, {"values": [float("nan"), float("inf"), -float("inf"), 1.5]}))
+    assert json.loads(data, parse_constant=lambda name: pytest.fail(f"{name} on the wire")) == {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "result": {"values": [None, None, None, 1.5]},
+    }

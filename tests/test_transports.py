@@ -440,6 +440,34 @@ def test_fd_line_reader_small_chunks():
         os.close(r)
 
 
+def test_fd_line_reader_one_whole_line_per_read():
+    """A read that holds exactly one line (how messages usually arrive) is returned as is,
+    line ending stripped; a read that holds more, or less, goes through the line buffer."""
+    r, w = os.pipe()
+    reader = FdLineReader(r)
+    try:
+        for data, line in ((b'{"a":1}\n', b'{"a":1}'), (b'{"b":2}\r\n', b'{"b":2}'), (b"\n", b""), (b"\r\n", b"")):
+            os.write(w, data)
+            assert reader.read_line() == line
+        os.write(w, b"par")  # a line in two reads
+        os.write(w, b"tial\nnext\nrest")
+        assert [reader.read_line(), reader.read_line()] == [b"partial", b"next"]
+        os.write(w, b"\n")
+        assert reader.read_line() == b"rest"
+        big = b"x" * 200_000  # bigger than a pipe's default buffer: arrives in pieces
+        writer = threading.Thread(target=os.write, args=(w, big + b"\n"))
+        writer.start()
+        assert reader.read_line() == big
+        writer.join(WAIT)
+        os.close(w)
+        w = -1
+        assert reader.read_line() is None
+    finally:
+        os.close(r)
+        if w >= 0:
+            os.close(w)
+
+
 def test_fd_line_reader_wake_before_read():
     r, w = os.pipe()
     reader = FdLineReader(r)
