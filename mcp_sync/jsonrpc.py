@@ -50,9 +50,14 @@ URL_ELICITATION_REQUIRED = -32042
 
 RequestId = Union[int, str]
 
-# pydantic-core's serializer for "any" value: the same output as ``pydantic_core.to_json``,
-# and about twice as fast on long ASCII strings (a 100 KiB tool argument: ~70 us, not ~150 us)
-_to_json = SchemaSerializer(core_schema.any_schema()).to_json
+# pydantic-core's serializer for "any" value: the output of ``pydantic_core.to_json`` (models
+# by their aliases, the wire names), but NaN and infinities as null, and about twice as fast
+# on long ASCII strings (a 100 KiB tool argument: ~70 us, not ~150 us)
+_ANY = SchemaSerializer(core_schema.any_schema())
+
+
+def _to_json(obj: Any) -> bytes:
+    return _ANY.to_json(obj, by_alias=True)
 
 
 def is_valid_id(value: object) -> TypeGuard[RequestId]:

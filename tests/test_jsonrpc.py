@@ -265,3 +265,19 @@ def test_encode_never_writes_nan_or_infinity():
         "id": 1,
         "result": {"values": [None, None, None, 1.5]},
     }
+
+
+def test_encode_models_inside_messages_by_their_wire_names():
+    """A pydantic model placed in a message is written with its aliases (camelCase, ``_meta``),
+    exactly as pydantic-core's own ``to_json`` writes it."""
+    import mcp_types
+    from pydantic_core import to_json
+
+    result = mcp_types.CallToolResult(
+        content=[mcp_types.TextContent(type="text", text="hi")], is_error=True, structured_content={"a": 1}
+    )
+    data = encode(Response(7, result))
+    assert data == to_json({"jsonrpc": "2.0", "id": 7, "result": result}) + b"\n"
+    wire = json.loads(data)["result"]
+    assert wire["isError"] is True and wire["structuredContent"] == {"a": 1}
+    assert "is_error" not in wire and "structured_content" not in wire
