@@ -55,7 +55,6 @@ def main() -> None:
         if COMMANDS:
             serve_commands(client)
             return
-        kib1 = KIB1
         client.ping()
         if transport == "stdio":
             # 8 concurrent callers
@@ -65,7 +64,7 @@ def main() -> None:
             def worker() -> None:
                 barrier.wait()
                 for _ in range(per):
-                    client.call_tool("echo", {"text": kib1})
+                    client.call_tool("echo", {"text": KIB1})
 
             threads = [threading.Thread(target=worker) for _ in range(8)]
             for t in threads:

@@ -17,6 +17,7 @@ N = 0 if COMMANDS else int(sys.argv[2])
 
 import anyio  # noqa: E402
 import anyio.to_thread  # noqa: E402
+import sequential  # noqa: E402  (benchmarks/ is this script's directory)
 from mcp import Client, StdioServerParameters, stdio_client  # noqa: E402
 from mcp.client.streamable_http import streamable_http_client  # noqa: E402
 
@@ -41,13 +42,10 @@ async def serve_commands(client: Client) -> None:
     for fn in scenarios.values():
         await fn()  # warm up every path once
     print("ready", flush=True)
-    while True:
-        # read the command off the event loop, so nothing waits on the loop meanwhile
-        line = await anyio.to_thread.run_sync(sys.stdin.readline)
-        name, _, count = line.partition(" ")
-        if not line or name.strip() == "quit":
-            return
-        fn, n = scenarios[name], int(count)
+    # commands are read off the event loop, so nothing waits on the loop meanwhile
+    while (command := sequential.parse_command(await anyio.to_thread.run_sync(sys.stdin.readline))) is not None:
+        name, n = command
+        fn = scenarios[name]
         start = time.perf_counter()
         for _ in range(n):
             await fn()
@@ -68,14 +66,13 @@ async def main() -> None:
         if COMMANDS:
             await serve_commands(client)
             return
-        kib1 = KIB1
         await client.send_ping()
         if transport == "stdio":
             per = N // 8
 
             async def worker() -> None:
                 for _ in range(per):
-                    await client.call_tool("echo", {"text": kib1})
+                    await client.call_tool("echo", {"text": KIB1})
 
             start = time.perf_counter()
             async with anyio.create_task_group() as tg:

@@ -29,6 +29,15 @@ SCENARIOS = (
 )
 
 
+def parse_command(line: str) -> tuple[str, int] | None:
+    """One command line of the protocol: ``(scenario, count)``, or ``None`` for "quit" and
+    for the end of input (an empty line read)."""
+    name, _, count = line.strip().partition(" ")
+    if not name or name == "quit":
+        return None
+    return name, int(count)
+
+
 def answer_commands(scenarios: dict[str, Callable[[], object]]) -> None:
     """The client side of the protocol, for a blocking client: run every scenario once to
     warm it up, print "ready", then answer each "SCENARIO COUNT" line with the calls per
@@ -36,11 +45,9 @@ def answer_commands(scenarios: dict[str, Callable[[], object]]) -> None:
     for fn in scenarios.values():
         fn()
     print("ready", flush=True)
-    for line in sys.stdin:
-        name, _, count = line.partition(" ")
-        if name.strip() == "quit":
-            return
-        fn, n = scenarios[name], int(count)
+    while (command := parse_command(sys.stdin.readline())) is not None:
+        name, n = command
+        fn = scenarios[name]
         start = time.perf_counter()
         for _ in range(n):
             fn()

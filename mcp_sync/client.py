@@ -16,6 +16,7 @@ Ctrl-C during a call cancels it on the wire, then propagates.
 
 from __future__ import annotations
 
+import functools
 import importlib
 import logging
 import os
@@ -48,16 +49,11 @@ RequestHandlerFn = Callable[[dict[str, Any], Context], Any]
 Roots = Union[Sequence[Union[str, Mapping[str, Any]]], Callable[[], Sequence[Union[str, Mapping[str, Any]]]]]
 
 
-_mcp_types: Any = None
-
-
+@functools.cache
 def _models() -> Any:
     """The ``mcp_types`` module, imported on first use (it takes a while to import, and a
     client that only connects and pings never needs it)."""
-    global _mcp_types
-    if _mcp_types is None:
-        _mcp_types = importlib.import_module("mcp_types")
-    return _mcp_types
+    return importlib.import_module("mcp_types")
 
 
 def _version() -> str:

@@ -12,11 +12,10 @@ from __future__ import annotations
 
 import os
 import select
-import selectors
 import stat
 import threading
 from collections import deque
-from typing import Callable, Protocol, runtime_checkable
+from typing import Protocol, runtime_checkable
 
 __all__ = ["Transport", "FdLineReader", "MAX_LINE_BYTES", "enlarge_pipe"]
 
@@ -40,12 +39,16 @@ def enlarge_pipe(fd: int, size: int = PIPE_BYTES) -> None:
 
 
 def _pollable(fd: int) -> bool:
-    """False for a descriptor that poll() cannot wait on usefully (a regular file is always
-    readable; epoll refuses it, so the selector-based code path treated it the same way)."""
+    """False for a regular file: it is always readable, so there is nothing to wait for."""
     try:
         return not stat.S_ISREG(os.fstat(fd).st_mode)
     except OSError:
         return True
+
+
+def _strip_cr(line: bytes) -> bytes:
+    """A line without the ``\r`` of a ``\r\n`` ending."""
+    return line[:-1] if line.endswith(b"\r") else line
 
 
 @runtime_checkable
@@ -88,24 +91,13 @@ class FdLineReader:
         self._eof = False
         self._woken = False
         self._wake_r, self._wake_w = os.pipe()
-        self._pollable = True
-        self._selector: selectors.BaseSelector | None = None
-        self._poll: Callable[[float | None], list[tuple[int, int]]]
-        if hasattr(select, "poll"):  # a poll object: the fewest steps between a line and the next wait
-            poller = select.poll()
-            self._pollable = _pollable(fd)
-            if self._pollable:
-                poller.register(fd, select.POLLIN)
-            poller.register(self._wake_r, select.POLLIN)
-            self._poll = lambda timeout: poller.poll(None if timeout is None else int(timeout * 1000))
-        else:  # pragma: no cover - platforms without poll()
-            selector = self._selector = selectors.DefaultSelector()
-            try:
-                selector.register(fd, selectors.EVENT_READ)
-            except (OSError, ValueError):  # regular files: always readable, never block
-                self._pollable = False
-            selector.register(self._wake_r, selectors.EVENT_READ)
-            self._poll = lambda timeout: [(key.fd, 0) for key, _ in selector.select(timeout)]
+        # a poll object (POSIX, like the self-pipe and readv): the fewest steps between a line
+        # and the next wait
+        self._poller = select.poll()
+        self._pollable = _pollable(fd)
+        if self._pollable:
+            self._poller.register(fd, select.POLLIN)
+        self._poller.register(self._wake_r, select.POLLIN)
         self._lock = threading.Lock()
         self._released = False
 
@@ -117,7 +109,7 @@ class FdLineReader:
             if self._eof or self._woken:
                 self.release()
                 return None
-            for fd, _ in self._poll(None if self._pollable else 0):
+            for fd, _ in self._poller.poll(None if self._pollable else 0):
                 if fd == self._wake_r:
                     self._woken = True
             if self._woken:
@@ -136,9 +128,7 @@ class FdLineReader:
                     self._partial, self._partial_size = [], 0
                 continue
             if not self._partial and self._buffer.find(b"\n", 0, size) == size - 1:
-                # exactly one whole line, the usual case: one copy, no queue
-                end = size - 2 if size > 1 and self._buffer[size - 2] == 13 else size - 1
-                return self._view[:end].tobytes()
+                return _strip_cr(self._view[: size - 1].tobytes())  # one whole line: the usual case
             self._feed(self._view[:size].tobytes())
 
     def _feed(self, chunk: bytes) -> None:
@@ -165,7 +155,7 @@ class FdLineReader:
             self._partial_size = len(tail)
 
     def _add_line(self, line: bytes) -> None:
-        self._lines.append(line[:-1] if line.endswith(b"\r") else line)
+        self._lines.append(_strip_cr(line))
 
     def wake(self) -> None:
         """Make a blocked or future :meth:`read_line` return ``None``."""
@@ -178,15 +168,13 @@ class FdLineReader:
                 pass
 
     def release(self) -> None:
-        """Close the self-pipe and selector. Called by :meth:`read_line` when it returns
+        """Close the self-pipe. Called by :meth:`read_line` when it returns
         ``None``; later reads return ``None`` at once and :meth:`wake` does nothing."""
         with self._lock:
             if self._released:
                 return
             self._released = True
             self._woken = True
-            if self._selector is not None:
-                self._selector.close()
             os.close(self._wake_r)
             os.close(self._wake_w)
 
