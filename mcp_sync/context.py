@@ -8,7 +8,6 @@ request is.
 
 from __future__ import annotations
 
-import logging
 import threading
 from typing import TYPE_CHECKING, Any, Callable
 
@@ -22,7 +21,6 @@ if TYPE_CHECKING:  # pragma: no cover
 
 __all__ = ["Context"]
 
-_log = logging.getLogger("mcp_sync.context")
 
 
 class Context:

@@ -446,9 +446,10 @@ class Server:
         ``transport`` is ``"stdio"`` (default), ``"http"`` (Streamable HTTP on
         ``host:port`` at ``path``, 127.0.0.1 by default) or a transport object. Running
         handlers are cancelled and get ``grace`` seconds to finish.
+
+        Logging is left to the program: ``run()`` configures no logger (see
+        :doc:`/logging` for the ``mcp_sync.*`` logger names and how to see them).
         """
-        if not logging.getLogger("mcp_sync").handlers and not logging.getLogger().handlers:
-            logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
         if transport == "http":
             self._run_http(host, port, path)
             return

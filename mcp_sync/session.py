@@ -8,7 +8,6 @@ on it.
 
 from __future__ import annotations
 
-import logging
 import threading
 from typing import Any, Callable, Mapping
 
@@ -25,7 +24,6 @@ __all__ = [
     "LOG_LEVELS",
 ]
 
-_log = logging.getLogger("mcp_sync.session")
 
 SUPPORTED_PROTOCOL_VERSIONS: tuple[str, ...] = ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05")
 """The handshake-era revisions mcp_sync speaks, newest first."""
