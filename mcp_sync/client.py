@@ -324,8 +324,9 @@ class Client(Session):
     ) -> mcp_types.CallToolResult:
         """Call a tool and block for its result.
 
-        A tool that fails returns a result with ``is_error=True``; an unknown tool or bad
-        arguments raise :class:`~mcp_sync.errors.McpError` (-32602).
+        A tool that fails (including arguments the server rejected, at 2025-11-25) returns
+        a result with ``is_error=True``; an unknown tool raises
+        :class:`~mcp_sync.errors.McpError` (-32602).
         """
         return _models().CallToolResult.model_validate(
             self.call_tool_future(

@@ -22,8 +22,9 @@ from pydantic.fields import FieldInfo
 from .context import Context
 from .errors import McpError
 from .jsonrpc import INVALID_PARAMS
+from .schemas import DeclaredSchema
 
-__all__ = ["Signature", "inspect_handler", "parse_docstring"]
+__all__ = ["ArgumentError", "Signature", "inspect_handler", "parse_docstring"]
 
 _ARGS_HEADER = re.compile(r"^\s*(Args|Arguments|Parameters|Params)\s*:\s*$")
 _ARG_LINE = re.compile(r"^\s*(\*{0,2}\w+)\s*(\([^)]*\))?\s*:\s*(.*)$")
@@ -114,19 +115,58 @@ def _with_description(annotation: Any, default: Any, description: str | None) ->
     return annotation, default
 
 
+class ArgumentError(McpError):
+    """Arguments that do not match a handler's schema (a -32602 error).
+
+    ``problems`` has one line per problem, naming the argument and what was expected. A
+    tool reports it as a tool error (``isError: true``) instead, so that the model can
+    correct its call; prompts and resource templates answer with the JSON-RPC error.
+    """
+
+    def __init__(self, problems: list[str]) -> None:
+        super().__init__(INVALID_PARAMS, "Invalid arguments: " + "; ".join(problems))
+        self.problems = problems
+
+
+_MAX_SHOWN_INPUT = 60
+"""Characters of a rejected value quoted in an error message."""
+
+
+def _describe_problem(error: Any) -> str:
+    """One pydantic validation error as ``where: what was expected (got what)``."""
+    where = ".".join(str(part) for part in error["loc"]) or "arguments"
+    if error["type"] == "missing":
+        return f"{where}: required argument missing"
+    shown = repr(error.get("input"))
+    if len(shown) > _MAX_SHOWN_INPUT:
+        shown = shown[: _MAX_SHOWN_INPUT - 3] + "..."
+    return f"{where}: {error['msg']} (got {shown})"
+
+
 @dataclass
 class Signature:
-    """What the server needs to know about a handler function."""
+    """What the server needs to know about a handler function.
+
+    Arguments are validated against ``declared`` (a hand-written JSON Schema) when there is
+    one, else against ``arguments``, the pydantic model made from the type hints.
+    """
 
     fn: Callable[..., Any]
     description: str | None
-    arguments: type[BaseModel]
+    arguments: type[BaseModel] | None
     context_param: str | None
     param_names: list[str]
     return_annotation: Any
+    declared: DeclaredSchema | None = None
+    takes_any_keyword: bool = False
+    """True when ``fn`` has ``**kwargs`` (only with a declared schema): it receives every
+    argument, including names that are not parameters or not identifiers."""
 
     def input_schema(self) -> dict[str, Any]:
-        """The JSON Schema of the arguments (an object schema)."""
+        """The JSON Schema of the arguments (an object schema); a declared one as is."""
+        if self.declared is not None:
+            return self.declared.schema
+        assert self.arguments is not None
         schema = self.arguments.model_json_schema()
         schema.pop("title", None)
         schema.setdefault("properties", {})
@@ -136,24 +176,35 @@ class Signature:
     def bind(self, arguments: dict[str, Any] | None, ctx: Context | None) -> dict[str, Any]:
         """Validate ``arguments`` and build the call's keyword arguments.
 
-        Raises :class:`~mcp_sync.errors.McpError` (-32602) naming the wrong argument.
+        Raises :class:`ArgumentError` (-32602) naming each wrong argument. With a declared
+        schema the values are passed as decoded from JSON (no conversion by type hints);
+        arguments the schema allows but no parameter takes are left out unless ``fn`` has
+        ``**kwargs``.
         """
-        try:
-            model = self.arguments.model_validate(arguments or {})
-        except pydantic.ValidationError as exc:
-            problems = []
-            for error in exc.errors():
-                where = ".".join(str(part) for part in error["loc"]) or "arguments"
-                problems.append(f"{where}: {error['msg']}")
-            raise McpError(INVALID_PARAMS, "Invalid arguments: " + "; ".join(problems)) from None
-        kwargs = {name: getattr(model, name) for name in self.param_names}
+        if self.declared is not None:
+            values = arguments or {}
+            problems = self.declared.problems(values)
+            if problems:
+                raise ArgumentError(problems)
+            if self.takes_any_keyword:
+                kwargs = dict(values)
+            else:
+                kwargs = {name: values[name] for name in self.param_names if name in values}
+        else:
+            assert self.arguments is not None
+            try:
+                model = self.arguments.model_validate(arguments or {})
+            except pydantic.ValidationError as exc:
+                raise ArgumentError([_describe_problem(error) for error in exc.errors()]) from None
+            kwargs = {name: getattr(model, name) for name in self.param_names}
         if self.context_param is not None:
             kwargs[self.context_param] = ctx
         return kwargs
 
 
-def inspect_handler(fn: Callable[..., Any], name: str) -> Signature:
-    """Build the argument model and metadata of ``fn``."""
+def inspect_handler(fn: Callable[..., Any], name: str, declared: DeclaredSchema | None = None) -> Signature:
+    """Build the argument model and metadata of ``fn`` (or, with ``declared``, check that
+    ``fn`` can take the arguments that schema describes: see :func:`_check_declared`)."""
     try:
         hints = typing.get_type_hints(fn, include_extras=True)
     except Exception:  # unresolvable forward references: fall back to raw annotations
@@ -163,10 +214,14 @@ def inspect_handler(fn: Callable[..., Any], name: str) -> Signature:
     fields: dict[str, Any] = {}
     context_param = None
     names: list[str] = []
+    takes_any_keyword = False
     for pname, param in signature.parameters.items():
         annotation = hints.get(pname, Any)
         if _is_context(annotation):
             context_param = pname
+            continue
+        if param.kind is param.VAR_KEYWORD and declared is not None:
+            takes_any_keyword = True
             continue
         if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
             raise TypeError(f"{name}: *args and **kwargs cannot be described as MCP arguments")
@@ -175,12 +230,16 @@ def inspect_handler(fn: Callable[..., Any], name: str) -> Signature:
         default = param.default if param.default is not param.empty else ...
         fields[pname] = _with_description(annotation, default, arg_docs.get(pname))
         names.append(pname)
-    model_name = "".join(part.capitalize() for part in re.split(r"[^0-9a-zA-Z]+", name) if part) + "Arguments"
-    model = pydantic.create_model(  # type: ignore[call-overload]
-        model_name or "Arguments",
-        __config__=ConfigDict(arbitrary_types_allowed=True),
-        **fields,
-    )
+    model = None
+    if declared is not None:
+        _check_declared(name, declared.schema, signature, names, takes_any_keyword)
+    else:
+        model_name = "".join(part.capitalize() for part in re.split(r"[^0-9a-zA-Z]+", name) if part) + "Arguments"
+        model = pydantic.create_model(  # type: ignore[call-overload]
+            model_name or "Arguments",
+            __config__=ConfigDict(arbitrary_types_allowed=True),
+            **fields,
+        )
     return Signature(
         fn=fn,
         description=summary,
@@ -188,7 +247,28 @@ def inspect_handler(fn: Callable[..., Any], name: str) -> Signature:
         context_param=context_param,
         param_names=names,
         return_annotation=hints.get("return", signature.return_annotation),
+        declared=declared,
+        takes_any_keyword=takes_any_keyword,
     )
+
+
+def _check_declared(
+    name: str, schema: dict[str, Any], signature: inspect.Signature, names: list[str], takes_any_keyword: bool
+) -> None:
+    """A handler must be able to take every call its declared schema accepts: each
+    top-level property needs a parameter (or ``**kwargs``), and each parameter without a
+    default must be ``required`` by the schema."""
+    properties = schema.get("properties")
+    declared = set(properties) if isinstance(properties, dict) else set()
+    required = schema.get("required")
+    required_names = set(required) if isinstance(required, list) else set()
+    if not takes_any_keyword:
+        orphans = sorted(declared - set(names))
+        if orphans:
+            raise TypeError(f"{name}: the input schema declares {orphans}, which no parameter takes (add them, or **kwargs)")
+    optional = [p for p in names if signature.parameters[p].default is inspect.Parameter.empty and p not in required_names]
+    if optional:
+        raise TypeError(f"{name}: parameters {optional} have no default but the input schema does not require them")
 
 
 def json_schema_of(annotation: Any) -> dict[str, Any] | None:

@@ -24,7 +24,7 @@ class RegisteredPrompt:
 
     def arguments(self) -> list[dict[str, Any]]:
         """The ``PromptArgument`` list, from the function's parameters."""
-        schema = self.signature.arguments.model_json_schema()
+        schema = self.signature.input_schema()
         required = set(schema.get("required", []))
         result = []
         for name, prop in schema.get("properties", {}).items():

@@ -31,18 +31,19 @@ import sys
 import threading
 import uuid
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Mapping, TypeVar
 
 from . import deadlines
 from .cancel import Cancelled, CancelToken
 from .context import Context
 from .endpoint import Endpoint
 from .errors import CapabilityError, McpError
-from .handlers import Signature, inspect_handler, json_schema_of
+from .handlers import ArgumentError, Signature, inspect_handler, json_schema_of
 from .jsonrpc import INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND, RESOURCE_NOT_FOUND, Notification, RequestId
 from .prompts import RegisteredPrompt, to_prompt_result
 from .protocol import InboundRequest
 from .resources import RegisteredResource, to_resource_contents
+from .schemas import DeclaredSchema, declare_schema
 from .session import LOG_LEVELS, Session, negotiate_version
 from .tool_results import output_schema_for, to_call_tool_result, tool_error
 from .transports.base import Transport
@@ -73,6 +74,25 @@ class RegisteredTool:
     output_schema: dict[str, Any] | None = None
     wrap_output: bool = False
     meta: dict[str, Any] | None = field(default=None)
+    declared_output: DeclaredSchema | None = None
+    """A hand-written ``output_schema``: structured results are validated against it."""
+
+    def check_output(self, result: dict[str, Any]) -> dict[str, Any]:
+        """``result`` if it honours a declared output schema, else a tool error saying how
+        it does not (a result that is itself an error is not checked)."""
+        if self.declared_output is None or result.get("isError"):
+            return result
+        structured = result.get("structuredContent")
+        if structured is None:
+            problems = ["no structuredContent (return a dict or a pydantic model)"]
+        else:
+            problems = self.declared_output.problems(structured)
+        if not problems:
+            return result
+        _log.warning("tool %s broke its output schema: %s", self.name, "; ".join(problems))
+        return tool_error(
+            f"Tool {self.name!r} returned a result that does not match its output schema: " + "; ".join(problems)
+        )
 
     def to_wire(self) -> dict[str, Any]:
         """The ``Tool`` object listed by ``tools/list``."""
@@ -168,6 +188,8 @@ class Server:
         timeout: float | None = None,
         annotations: dict[str, Any] | None = None,
         structured_output: bool | None = None,
+        input_schema: Mapping[str, Any] | None = None,
+        output_schema: Mapping[str, Any] | None = None,
     ) -> Callable[[F], F]:
         """Register a function as a tool (a decorator).
 
@@ -176,6 +198,22 @@ class Server:
         injected. ``timeout=`` gives the tool a server-side deadline: its token fires after
         that many seconds and the caller gets a tool error saying it timed out.
         ``structured_output=False`` suppresses the output schema.
+
+        Arguments that do not match the input schema are answered with a tool error
+        (``isError: true``) naming each wrong argument and what was expected, so that the
+        model can correct its call; an unknown tool, or a request whose ``name`` is missing
+        or whose ``arguments`` is not an object, is a JSON-RPC error (-32602).
+
+        ``input_schema=`` and ``output_schema=`` declare hand-written JSON Schemas (object
+        schemas; ``$schema`` picks the dialect, JSON Schema 2020-12 without one), published
+        verbatim and validated with the ``jsonschema`` package (the ``jsonschema`` extra).
+        With ``input_schema`` the type hints are not used for the arguments: each argument
+        is passed as a keyword argument of the same name, with the value decoded from JSON;
+        a ``**kwargs`` parameter receives every argument. Each property of the schema needs a
+        parameter (or ``**kwargs``), and each parameter without a default must be
+        ``required``. With ``output_schema`` the tool returns a dict (or a pydantic model),
+        sent as ``structuredContent`` and its JSON text; a result that does not match is
+        replaced by a tool error saying how (a server MUST return conforming results).
         """
 
         def decorator(fn: F) -> F:
@@ -187,6 +225,8 @@ class Server:
                 timeout=timeout,
                 annotations=annotations,
                 structured_output=structured_output,
+                input_schema=input_schema,
+                output_schema=output_schema,
             )
             return fn
 
@@ -202,14 +242,22 @@ class Server:
         timeout: float | None = None,
         annotations: dict[str, Any] | None = None,
         structured_output: bool | None = None,
+        input_schema: Mapping[str, Any] | None = None,
+        output_schema: Mapping[str, Any] | None = None,
     ) -> RegisteredTool:
         """Register ``fn`` as a tool (see :meth:`tool`); notifies connected clients."""
         tool_name = name or fn.__name__
         if timeout is not None and timeout <= 0:
             raise ValueError("timeout must be positive")
-        signature = inspect_handler(fn, tool_name)
+        if output_schema is not None and structured_output is False:
+            raise ValueError("output_schema= declares structured output; structured_output=False forbids it")
+        declared_input = None if input_schema is None else declare_schema(input_schema, f"{tool_name}: input_schema")
+        declared_output = None if output_schema is None else declare_schema(output_schema, f"{tool_name}: output_schema")
+        signature = inspect_handler(fn, tool_name, declared_input)
         schema, wrap = (None, False)
-        if structured_output is not False:
+        if declared_output is not None:
+            schema = declared_output.schema
+        elif structured_output is not False:
             schema, wrap = output_schema_for(signature.return_annotation, json_schema_of)
         tool = RegisteredTool(
             name=tool_name,
@@ -220,6 +268,7 @@ class Server:
             annotations=annotations,
             output_schema=schema,
             wrap_output=wrap,
+            declared_output=declared_output,
         )
         self._register(self._tools, tool_name, tool, "tools")
         return tool
@@ -685,6 +734,8 @@ class ServerSession(Session):
         try:
             kwargs = tool.signature.bind(arguments, ctx)
             value = tool.signature.fn(**kwargs)
+        except ArgumentError as exc:  # the model can correct its call: a tool error (SEP-1303)
+            return tool_error(f"Invalid arguments for tool {name!r}: " + "; ".join(exc.problems))
         except McpError:
             raise
         except Cancelled as exc:
@@ -697,7 +748,7 @@ class ServerSession(Session):
         finally:
             if deadline is not None:
                 deadline.cancel()
-        return to_call_tool_result(value, tool.wrap_output)
+        return tool.check_output(to_call_tool_result(value, tool.wrap_output))
 
     # -- resources ----------------------------------------------------------------------------
     def _on_list_resources(self, request: InboundRequest, token: CancelToken) -> dict[str, Any]:

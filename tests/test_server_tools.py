@@ -88,10 +88,12 @@ def test_pydantic_field_description_and_sphinx_docstring():
         assert props["count"]["minimum"] == 0
         assert props["label"]["description"] == "from sphinx"
         assert wire["inputSchema"]["required"] == ["count"]
-        # a Field constraint is enforced
-        with pytest.raises(McpError) as info:
-            conn.client.call_tool("renamed", {"count": -1}, timeout=WAIT)
-        assert info.value.code == -32602 and "count" in info.value.message
+        # a Field constraint is enforced: a tool error that names the argument and the bound
+        rejected = conn.client.call_tool("renamed", {"count": -1}, timeout=WAIT)
+        assert rejected.is_error is True
+        assert rejected.content[0].text == (
+            "Invalid arguments for tool 'renamed': count: Input should be greater than or equal to 0 (got -1)"
+        )
         assert conn.client.call_tool("renamed", {"count": 2}, timeout=WAIT).content[0].text == "xx"
 
 
@@ -260,18 +262,42 @@ def test_unknown_tool_is_invalid_params():
 
 
 @pytest.mark.parametrize(
-    "arguments,name",
-    [({}, "city"), ({"city": 12}, "city"), ({"city": None}, "city")],
+    "arguments,problem",
+    [
+        ({}, "city: required argument missing"),
+        ({"city": 12}, "city: Input should be a valid string (got 12)"),
+        ({"city": None}, "city: Input should be a valid string (got None)"),
+    ],
 )
-def test_invalid_arguments_are_invalid_params_naming_the_argument(arguments, name):
+def test_invalid_arguments_are_a_tool_error_naming_the_argument(arguments, problem):
+    # 2025-11-25 (SEP-1303): the model can read a tool error and correct its call
     with connected(results_server()) as conn:
-        with pytest.raises(McpError) as info:
-            conn.client.call_tool("weather", arguments, timeout=WAIT)
-        assert info.value.code == -32602
-        assert name in info.value.message
+        result = conn.client.call_tool("weather", arguments, timeout=WAIT)
+        assert result.is_error is True
+        assert result.content[0].text == f"Invalid arguments for tool 'weather': {problem}"
+        assert result.structured_content is None
+        [call] = with_method(conn.wire.received, "tools/call")
+        [answer] = responses_to(conn.wire.sent, call["id"])
+        assert "error" not in answer and answer["result"]["isError"] is True
 
 
-def test_arguments_that_are_not_an_object_are_invalid_params():
+def test_every_invalid_argument_is_named_in_one_tool_error():
+    server = Server("many")
+
+    @server.tool()
+    def book(room: int, nights: int, guest: str) -> str:
+        return "booked"
+
+    with connected(server) as conn:
+        result = conn.client.call_tool("book", {"room": "twelve", "nights": 1.5}, timeout=WAIT)
+        assert result.is_error is True
+        text = result.content[0].text
+        assert "room: Input should be a valid integer" in text and "(got 'twelve')" in text
+        assert "nights: Input should be a valid integer, got a number with a fractional part (got 1.5)" in text
+        assert "guest: required argument missing" in text
+
+
+def test_a_malformed_call_tool_request_stays_invalid_params():
     with connected(results_server()) as conn:
         with pytest.raises(McpError) as info:
             conn.client.request("tools/call", {"name": "count", "arguments": [1]}, timeout=WAIT)
@@ -279,6 +305,11 @@ def test_arguments_that_are_not_an_object_are_invalid_params():
         with pytest.raises(McpError) as info:
             conn.client.request("tools/call", {"arguments": {}}, timeout=WAIT)
         assert info.value.code == -32602
+        with pytest.raises(McpError) as info:
+            conn.client.request("tools/call", {"name": 7, "arguments": {}}, timeout=WAIT)
+        assert info.value.code == -32602
+        # the connection stays up
+        assert conn.client.call_tool("count", {"n": 2}, timeout=WAIT).structured_content == {"result": 4}
 
 
 # -- pagination ----------------------------------------------------------------------------------

@@ -26,6 +26,9 @@ STEPS: list[dict[str, Any]] = [
     {"label": "list", "op": "list"},
     {"label": "echo", "op": "call", "args": ["echo", {"text": "héllo ✓"}]},
     {"label": "add", "op": "call", "args": ["add", {"a": 2, "b": 40}]},
+    {"label": "bad-args", "op": "call", "args": ["add", {"a": "two", "b": 40}]},
+    {"label": "declared", "op": "call", "args": ["place", {"at": {"x": 1, "y": 2.5}, "label": "home"}]},
+    {"label": "declared-bad", "op": "call", "args": ["place", {"at": {"x": 1, "y": 2, "z": 3}, "colour": "red"}]},
     {"label": "progress", "op": "call", "args": ["slow", {"seconds": 0.3, "steps": 3, "tag": "progress"}], "progress": True},
     {"label": "ping", "op": "ping"},
     {"label": "resources", "op": "resources"},
@@ -155,7 +158,7 @@ def test_no_server_errors(run: Run) -> None:
 # -- tools -------------------------------------------------------------------------------------------
 def test_list_tools(run: Run) -> None:
     step = run.ok_step("list")
-    assert step["tools"] == ["echo", "add", "slow", "ask_roots", "ask_roots_timeout", "ask_sample", "ask_elicit", "ask_elicit_url"]
+    assert step["tools"] == ["echo", "add", "place", "slow", "ask_roots", "ask_roots_timeout", "ask_sample", "ask_elicit", "ask_elicit_url"]
     add = next(t for t in step["result"]["tools"] if t["name"] == "add")
     assert add["inputSchema"]["properties"]["a"]["type"] == "integer"
     assert add["inputSchema"]["required"] == ["a", "b"]
@@ -166,6 +169,36 @@ def test_call_tools(run: Run) -> None:
     add = run.ok_step("add")["result"]
     assert add["content"][0]["text"] == "42" and add["structuredContent"] == {"result": 42}
     assert text_of(run.ok_step("after")) == "slept 0.01"  # the session survived every cancellation
+
+
+def test_invalid_arguments_are_a_tool_result_not_an_exception(run: Run) -> None:
+    # 2025-11-25 (SEP-1303): the official client gets a CallToolResult with isError
+    result = run.ok_step("bad-args")["result"]
+    assert result["isError"] is True
+    assert result["content"][0]["text"] == (
+        "Invalid arguments for tool 'add': a: Input should be a valid integer, unable to parse string as an integer (got 'two')"
+    )
+
+
+def test_a_declared_2020_12_schema_is_published_verbatim_and_enforced(run: Run) -> None:
+    place = next(t for t in run.ok_step("list")["result"]["tools"] if t["name"] == "place")
+    schema = place["inputSchema"]
+    assert schema["$schema"] == "https://json-schema.org/draft/2020-12/schema"
+    assert schema["additionalProperties"] is False
+    assert schema["$defs"]["point"]["additionalProperties"] is False
+    assert schema["properties"]["at"] == {"$ref": "#/$defs/point"}
+    assert place["outputSchema"]["required"] == ["label", "x", "y"]
+    # the official client validates structuredContent against the outputSchema it listed
+    good = run.ok_step("declared")["result"]
+    assert "isError" not in good or good["isError"] is False
+    assert good["structuredContent"] == {"label": "home", "x": 1, "y": 2.5}
+    bad = run.ok_step("declared-bad")["result"]
+    assert bad["isError"] is True
+    assert bad["content"][0]["text"] == (
+        "Invalid arguments for tool 'place': "
+        "arguments: Additional properties are not allowed ('colour' was unexpected); "
+        "at: Additional properties are not allowed ('z' was unexpected)"
+    )
 
 
 def test_progress(run: Run) -> None:

@@ -13,6 +13,8 @@ Env:
 
 Tools:
     echo(text), add(a, b)
+    place(at, label="pin")           declared 2020-12 input schema ($defs, additionalProperties:
+                                     false) and output schema
     slow(seconds, steps=10, tag="")  waits on its cancellation token, reporting progress at each
                                      step; STARTED/FINISHED/CANCELLED markers
     ask_roots()                      ctx.session.list_roots() -> JSON text
@@ -65,6 +67,34 @@ def echo(text: str) -> str:
 def add(a: int, b: int) -> int:
     """Add two integers."""
     return a + b
+
+
+PLACE_INPUT = {
+    "$schema": "https://json-schema.org/draft/2020-12/schema",
+    "type": "object",
+    "$defs": {
+        "point": {
+            "type": "object",
+            "properties": {"x": {"type": "number"}, "y": {"type": "number"}},
+            "required": ["x", "y"],
+            "additionalProperties": False,
+        }
+    },
+    "properties": {"at": {"$ref": "#/$defs/point"}, "label": {"type": "string"}},
+    "required": ["at"],
+    "additionalProperties": False,
+}
+PLACE_OUTPUT = {
+    "type": "object",
+    "properties": {"label": {"type": "string"}, "x": {"type": "number"}, "y": {"type": "number"}},
+    "required": ["label", "x", "y"],
+}
+
+
+@server.tool(input_schema=PLACE_INPUT, output_schema=PLACE_OUTPUT)
+def place(at: dict, label: str = "pin") -> dict:
+    """Place a labelled pin at a point (hand-written JSON Schema 2020-12)."""
+    return {"label": label, "x": at["x"], "y": at["y"]}
 
 
 @server.tool()
