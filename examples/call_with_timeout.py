@@ -56,7 +56,7 @@ def main(argv: list[str] | None = None) -> int:
     # --ignore-sigint: Ctrl-C in a terminal goes to the whole process group; we want only this
     # process to see it and cancel on the wire (the server exits when its stdin closes).
     with Client.stdio([sys.executable, str(SERVER), "--ignore-sigint"]) as client:
-        say(f"connected to {client.server_info.get('name')}; calling slow(seconds={options.seconds:g}) with timeout={options.timeout:g}")
+        say(f"connected to {client.server_info.name}; calling slow(seconds={options.seconds:g}) with timeout={options.timeout:g}")
         started = threading.Event()
 
         def on_progress(progress: float, total: float | None, message: str | None) -> None:

@@ -59,7 +59,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         with Client.http(options.url, headers or None) as client:
             info = client.server_info
-            say(f"connected to {info.get('name')} {info.get('version', '')} (protocol {client.protocol_version})")
+            say(f"connected to {info.name} {info.version} (protocol {client.protocol_version})")
             tools = [tool.name for tool in client.list_tools(timeout=10)]
             say(f"tools: {', '.join(tools) or '(none)'}")
             name = options.tool or ("slow_report" if "slow_report" in tools else None)

@@ -120,7 +120,7 @@ def main(argv: list[str] | None = None) -> int:
 
     service = Service()
     service.start()
-    print(f"legacy service on {service.url}, embedding MCP server {service.client.server_info.get('name')!r}", flush=True)
+    print(f"legacy service on {service.url}, embedding MCP server {service.client.server_info.name!r}", flush=True)
     items = ["apple", "pear", "plum", "kiwi"]
     try:
         for i in range(options.requests):

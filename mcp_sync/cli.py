@@ -102,7 +102,7 @@ def cmd_ping(options: argparse.Namespace, command: list[str]) -> int:
     with _connect(options, command, stderr="inherit" if options.verbose else "discard") as client:
         start = time.perf_counter()
         client.ping(timeout=options.timeout)
-        print(f"pong from {client.server_info.get('name', '?')} in {(time.perf_counter() - start) * 1000:.2f} ms")
+        print(f"pong from {client.peer_info.get('name', '?')} in {(time.perf_counter() - start) * 1000:.2f} ms")
     return 0
 
 

@@ -16,8 +16,6 @@ Ctrl-C during a call cancels it on the wire, then propagates.
 
 from __future__ import annotations
 
-import functools
-import importlib
 import logging
 import os
 import pathlib
@@ -31,6 +29,7 @@ from .endpoint import Endpoint, PendingCall, ProgressCallback
 from .errors import CapabilityError, ConnectionClosed, McpError
 from .jsonrpc import METHOD_NOT_FOUND, Notification
 from .protocol import InboundRequest
+from .results import CLIENT_REQUEST_RESULTS, mcp_models, parser_for
 from .session import LATEST_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS, Session
 from .transports.base import Transport
 from .transports.subprocess import StderrMode, SubprocessTransport
@@ -47,13 +46,6 @@ RequestHandlerFn = Callable[[dict[str, Any], Context], Any]
 """A handler for a server-to-client request: ``handler(params, ctx) -> result``."""
 
 Roots = Union[Sequence[Union[str, Mapping[str, Any]]], Callable[[], Sequence[Union[str, Mapping[str, Any]]]]]
-
-
-@functools.cache
-def _models() -> Any:
-    """The ``mcp_types`` module, imported on first use (it takes a while to import, and a
-    client that only connects and pings never needs it)."""
-    return importlib.import_module("mcp_types")
 
 
 def _version() -> str:
@@ -135,6 +127,7 @@ class Client(Session):
         self.default_timeout = default_timeout
         self.requested_version = protocol_version
         self.server_instructions: str | None = None
+        self._server_info: mcp_types.Implementation | None = None
 
     # -- construction -------------------------------------------------------------------------
     @classmethod
@@ -143,7 +136,7 @@ class Client(Session):
         client = cls(transport, **options)
         client.endpoint.start()
         try:
-            client.initialize(timeout=init_timeout)
+            client._handshake(init_timeout)
         except BaseException:
             client.close()
             raise
@@ -219,12 +212,17 @@ class Client(Session):
             caps["elicitation"] = {"form": {}, "url": {}}
         return caps
 
-    def initialize(self, *, timeout: float | None = 30.0) -> dict[str, Any]:
+    def initialize(self, *, timeout: float | None = 30.0) -> mcp_types.InitializeResult:
         """Run the handshake (done for you by :meth:`connect` and :meth:`stdio`).
 
         ``initialize`` is never cancelled on the wire: a timeout only stops waiting.
-        Returns the raw ``InitializeResult``.
+        Returns the server's ``InitializeResult``.
         """
+        return parser_for(CLIENT_REQUEST_RESULTS["initialize"])(self._handshake(timeout))  # type: ignore[no-any-return]
+
+    def _handshake(self, timeout: float | None) -> dict[str, Any]:
+        """``initialize`` and ``notifications/initialized``; the raw result (parsing it
+        would import ``mcp_types``, which connecting does not need)."""
         params = {
             "protocolVersion": self.requested_version,
             "capabilities": self.capabilities(),
@@ -245,9 +243,12 @@ class Client(Session):
         return dict(result)
 
     @property
-    def server_info(self) -> dict[str, Any]:
-        """The server's ``serverInfo``."""
-        return self.peer_info
+    def server_info(self) -> mcp_types.Implementation:
+        """The server's ``serverInfo`` (``name``, ``version``, ``title`` ...); the raw dict
+        is :attr:`peer_info`."""
+        if self._server_info is None:
+            self._server_info = mcp_models().Implementation.model_validate(self.peer_info)
+        return self._server_info
 
     @property
     def server_capabilities(self) -> dict[str, Any]:
@@ -265,12 +266,20 @@ class Client(Session):
         on_progress: ProgressCallback | None = None,
         reset_timeout_on_progress: bool = False,
         max_total_timeout: float | None = None,
+        raw: bool = False,
     ) -> PendingCall:
         """Send any request; returns a :class:`~mcp_sync.endpoint.PendingCall` (a
-        :class:`concurrent.futures.Future` of the raw result dict) at once."""
+        :class:`concurrent.futures.Future`) at once.
+
+        For a method of the protocol (``tools/call``, ``resources/read`` ... see
+        :data:`~mcp_sync.results.CLIENT_REQUEST_RESULTS`) the future resolves to the same
+        ``mcp_types`` model as the blocking method (``EmptyResult`` for the methods whose
+        blocking call returns ``None``); for any other method, or with ``raw=True``, to the
+        raw result dict.
+        """
         if not self.initialized and method not in ("initialize", "ping"):
             raise RuntimeError("the client is not initialized; use Client.connect() or Client.stdio()")
-        return self.send_request(
+        call = self.send_request(
             method,
             params,
             timeout=self.default_timeout if timeout is None else timeout,
@@ -279,14 +288,17 @@ class Client(Session):
             reset_timeout_on_progress=reset_timeout_on_progress,
             max_total_timeout=max_total_timeout,
         )
+        model = None if raw else CLIENT_REQUEST_RESULTS.get(method)
+        return call if model is None else call.decode_result_with(parser_for(model))
 
     def request(self, method: str, params: dict[str, Any] | None = None, **options: Any) -> Any:
-        """Send any request and block for its raw result (see :meth:`submit`)."""
-        return self.submit(method, params, **options).result()
+        """Send any request and block for its **raw** result dict, whatever the method (see
+        :meth:`submit`)."""
+        return self.submit(method, params, raw=True, **options).result()
 
     def ping(self, *, timeout: float | None = None, cancel_token: CancelToken | None = None) -> None:
         """Ping the server and wait for the answer."""
-        self.submit("ping", None, timeout=timeout, cancel_token=cancel_token).result()
+        self.submit("ping", None, timeout=timeout, cancel_token=cancel_token, raw=True).result()
 
     def _require(self, capability: str, what: str) -> None:
         if not self.peer_supports(capability):
@@ -297,8 +309,7 @@ class Client(Session):
         """One page of ``tools/list`` (pass the previous page's ``next_cursor``)."""
         self._require("tools", "tools/list")
         params = {"cursor": cursor} if cursor is not None else None
-        result = self.submit("tools/list", params, timeout=timeout, cancel_token=cancel_token).result()
-        return _models().ListToolsResult.model_validate(result)
+        return self.submit("tools/list", params, timeout=timeout, cancel_token=cancel_token).result()  # type: ignore[no-any-return]
 
     def list_tools(self, *, timeout: float | None = None, cancel_token: CancelToken | None = None) -> list[mcp_types.Tool]:
         """Every tool, following ``nextCursor`` through all pages."""
@@ -328,21 +339,20 @@ class Client(Session):
         a result with ``is_error=True``; an unknown tool raises
         :class:`~mcp_sync.errors.McpError` (-32602).
         """
-        return _models().CallToolResult.model_validate(
-            self.call_tool_future(
-                name,
-                arguments,
-                timeout=timeout,
-                cancel_token=cancel_token,
-                on_progress=on_progress,
-                reset_timeout_on_progress=reset_timeout_on_progress,
-                max_total_timeout=max_total_timeout,
-            ).result()
-        )
+        return self.call_tool_future(  # type: ignore[no-any-return]
+            name,
+            arguments,
+            timeout=timeout,
+            cancel_token=cancel_token,
+            on_progress=on_progress,
+            reset_timeout_on_progress=reset_timeout_on_progress,
+            max_total_timeout=max_total_timeout,
+        ).result()
 
     def call_tool_future(self, name: str, arguments: Mapping[str, Any] | None = None, **options: Any) -> PendingCall:
-        """Start a tool call and return its :class:`~mcp_sync.endpoint.PendingCall` (raw
-        result dict) at once; ``cancel()`` it from any thread."""
+        """Start a tool call and return its :class:`~mcp_sync.endpoint.PendingCall` at once;
+        its ``result()`` is the ``CallToolResult`` that :meth:`call_tool` returns.
+        ``cancel()`` it from any thread."""
         self._require("tools", "tools/call")
         params: dict[str, Any] = {"name": name}
         if arguments is not None:
@@ -350,10 +360,9 @@ class Client(Session):
         return self.submit("tools/call", params, **options)
 
     # -- resources ----------------------------------------------------------------------------
-    def _typed(self, capability: str, method: str, params: dict[str, Any] | None, model: Any, timeout: float | None, cancel_token: CancelToken | None) -> Any:
+    def _typed(self, capability: str, method: str, params: dict[str, Any] | None, timeout: float | None, cancel_token: CancelToken | None) -> Any:
         self._require(capability, method)
-        result = self.submit(method, params, timeout=timeout, cancel_token=cancel_token).result()
-        return model.model_validate(result)
+        return self.submit(method, params, timeout=timeout, cancel_token=cancel_token).result()
 
     def _all_pages(self, page: Callable[[str | None], Any], field: str) -> list[Any]:
         items: list[Any] = []
@@ -368,7 +377,7 @@ class Client(Session):
     def list_resources_page(self, cursor: str | None = None, *, timeout: float | None = None, cancel_token: CancelToken | None = None) -> mcp_types.ListResourcesResult:
         """One page of ``resources/list``."""
         params = {"cursor": cursor} if cursor is not None else None
-        return self._typed("resources", "resources/list", params, _models().ListResourcesResult, timeout, cancel_token)  # type: ignore[no-any-return]
+        return self._typed("resources", "resources/list", params, timeout, cancel_token)  # type: ignore[no-any-return]
 
     def list_resources(self, *, timeout: float | None = None, cancel_token: CancelToken | None = None) -> list[mcp_types.Resource]:
         """Every resource, through all pages."""
@@ -377,7 +386,7 @@ class Client(Session):
     def list_resource_templates_page(self, cursor: str | None = None, *, timeout: float | None = None, cancel_token: CancelToken | None = None) -> mcp_types.ListResourceTemplatesResult:
         """One page of ``resources/templates/list``."""
         params = {"cursor": cursor} if cursor is not None else None
-        return self._typed("resources", "resources/templates/list", params, _models().ListResourceTemplatesResult, timeout, cancel_token)  # type: ignore[no-any-return]
+        return self._typed("resources", "resources/templates/list", params, timeout, cancel_token)  # type: ignore[no-any-return]
 
     def list_resource_templates(self, *, timeout: float | None = None, cancel_token: CancelToken | None = None) -> list[mcp_types.ResourceTemplate]:
         """Every resource template, through all pages."""
@@ -385,25 +394,25 @@ class Client(Session):
 
     def read_resource(self, uri: str, *, timeout: float | None = None, cancel_token: CancelToken | None = None) -> mcp_types.ReadResourceResult:
         """Read a resource; an unknown URI raises :class:`~mcp_sync.errors.McpError` (-32002)."""
-        return self._typed("resources", "resources/read", {"uri": uri}, _models().ReadResourceResult, timeout, cancel_token)  # type: ignore[no-any-return]
+        return self._typed("resources", "resources/read", {"uri": uri}, timeout, cancel_token)  # type: ignore[no-any-return]
 
     def subscribe(self, uri: str, *, timeout: float | None = None, cancel_token: CancelToken | None = None) -> None:
         """Subscribe to ``notifications/resources/updated`` for ``uri``."""
         self._require("resources", "resources/subscribe")
         if not self.peer_supports("resources", "subscribe"):
             raise CapabilityError("resources/subscribe: the server does not support subscriptions")
-        self.submit("resources/subscribe", {"uri": uri}, timeout=timeout, cancel_token=cancel_token).result()
+        self.submit("resources/subscribe", {"uri": uri}, timeout=timeout, cancel_token=cancel_token, raw=True).result()
 
     def unsubscribe(self, uri: str, *, timeout: float | None = None, cancel_token: CancelToken | None = None) -> None:
         """Stop updates for ``uri``."""
         self._require("resources", "resources/unsubscribe")
-        self.submit("resources/unsubscribe", {"uri": uri}, timeout=timeout, cancel_token=cancel_token).result()
+        self.submit("resources/unsubscribe", {"uri": uri}, timeout=timeout, cancel_token=cancel_token, raw=True).result()
 
     # -- prompts ------------------------------------------------------------------------------
     def list_prompts_page(self, cursor: str | None = None, *, timeout: float | None = None, cancel_token: CancelToken | None = None) -> mcp_types.ListPromptsResult:
         """One page of ``prompts/list``."""
         params = {"cursor": cursor} if cursor is not None else None
-        return self._typed("prompts", "prompts/list", params, _models().ListPromptsResult, timeout, cancel_token)  # type: ignore[no-any-return]
+        return self._typed("prompts", "prompts/list", params, timeout, cancel_token)  # type: ignore[no-any-return]
 
     def list_prompts(self, *, timeout: float | None = None, cancel_token: CancelToken | None = None) -> list[mcp_types.Prompt]:
         """Every prompt, through all pages."""
@@ -414,7 +423,7 @@ class Client(Session):
         params: dict[str, Any] = {"name": name}
         if arguments is not None:
             params["arguments"] = dict(arguments)
-        return self._typed("prompts", "prompts/get", params, _models().GetPromptResult, timeout, cancel_token)  # type: ignore[no-any-return]
+        return self._typed("prompts", "prompts/get", params, timeout, cancel_token)  # type: ignore[no-any-return]
 
     # -- completion and logging -----------------------------------------------------------------
     def complete(
@@ -435,12 +444,12 @@ class Client(Session):
         params: dict[str, Any] = {"ref": dict(ref), "argument": {"name": argument, "value": value}}
         if context_arguments:
             params["context"] = {"arguments": dict(context_arguments)}
-        return self._typed("completions", "completion/complete", params, _models().CompleteResult, timeout, cancel_token)  # type: ignore[no-any-return]
+        return self._typed("completions", "completion/complete", params, timeout, cancel_token)  # type: ignore[no-any-return]
 
     def set_logging_level(self, level: str, *, timeout: float | None = None, cancel_token: CancelToken | None = None) -> None:
         """Ask the server to send log messages at ``level`` and above."""
         self._require("logging", "logging/setLevel")
-        self.submit("logging/setLevel", {"level": level}, timeout=timeout, cancel_token=cancel_token).result()
+        self.submit("logging/setLevel", {"level": level}, timeout=timeout, cancel_token=cancel_token, raw=True).result()
 
     # -- server-to-client requests --------------------------------------------------------------
     def _handle_request(self, request: InboundRequest) -> Any:

@@ -97,7 +97,7 @@ def run_demo(out: TextIO = sys.stdout) -> int:
     started = time.perf_counter()
     with Client.stdio([sys.executable, "-m", "mcp_sync.demo", "--serve"]) as client:
         say(
-            f"1. started {client.server_info.get('name')} over stdio in "
+            f"1. started {client.server_info.name} over stdio in "
             f"{(time.perf_counter() - started) * 1000:.0f} ms "
             f"(protocol {client.protocol_version}); tools: {', '.join(t.name for t in client.list_tools())}"
         )

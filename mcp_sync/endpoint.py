@@ -91,6 +91,10 @@ class PendingCall(concurrent.futures.Future):  # type: ignore[type-arg]
     Done-callbacks run in the thread that settles the call (the connection's reader thread,
     the thread that cancels, or the shared timeout scheduler): keep them short and
     non-blocking, as with any future.
+
+    A call made for a known method (``client.submit("tools/list")``,
+    ``client.call_tool_future(...)``) resolves to the same ``mcp_types`` model as the
+    blocking method: the raw result is parsed once, by the first thread that asks for it.
     """
 
     def __init__(self, endpoint: Endpoint, method: str) -> None:
@@ -109,6 +113,28 @@ class PendingCall(concurrent.futures.Future):  # type: ignore[type-arg]
         # held until the call settles: one uncontended lock is the cheapest way to block
         self._done_gate = threading.Lock()
         self._done_gate.acquire()
+        self._decode: Callable[[Any], Any] | None = None
+        self._decoded: tuple[Any, BaseException | None] | None = None
+
+    def decode_result_with(self, decode: Callable[[Any], Any]) -> PendingCall:
+        """Make :meth:`result` return ``decode(raw_result)`` (computed once, on first use;
+        an exception it raises is what :meth:`result` raises and :meth:`exception`
+        returns). Returns this call."""
+        self._decode = decode
+        return self
+
+    def _decoded_result(self, raw: Any) -> Any:
+        assert self._decode is not None
+        with self._condition:  # the future's own lock: the decoder runs no user code
+            if self._decoded is None:
+                try:
+                    self._decoded = (self._decode(raw), None)
+                except Exception as exc:
+                    self._decoded = (None, exc)
+        value, error = self._decoded
+        if error is not None:
+            raise error
+        return value
 
     @property
     def request_id(self) -> int | None:
@@ -167,18 +193,25 @@ class PendingCall(concurrent.futures.Future):  # type: ignore[type-arg]
         if not self._wait_done(timeout):
             raise WaitTimeout()
         try:
-            return super().result(0)
+            raw = super().result(0)
         except concurrent.futures.CancelledError:
             raise Cancelled(self._cancel_reason) from None
+        return raw if self._decode is None else self._decoded_result(raw)
 
     def exception(self, timeout: float | None = None) -> BaseException | None:
         """Like :meth:`result`, but returns the exception instead of raising it."""
         if not self._wait_done(timeout):
             raise WaitTimeout()
         try:
-            return super().exception(0)
+            error = super().exception(0)
         except concurrent.futures.CancelledError:
             raise Cancelled(self._cancel_reason) from None
+        if error is None and self._decode is not None:
+            try:
+                self._decoded_result(super().result(0))
+            except Exception as exc:
+                return exc
+        return error
 
     # -- driven by the endpoint ----------------------------------------------------------------
     def _settle(self, action: Settle) -> None:

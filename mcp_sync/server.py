@@ -43,6 +43,7 @@ from .jsonrpc import INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND, RESOURCE
 from .prompts import RegisteredPrompt, to_prompt_result
 from .protocol import InboundRequest
 from .resources import RegisteredResource, to_resource_contents
+from .results import SERVER_REQUEST_RESULTS, parser_for
 from .schemas import DeclaredSchema, declare_schema
 from .session import LOG_LEVELS, Session, negotiate_version
 from .tool_results import output_schema_for, to_call_tool_result, tool_error
@@ -50,6 +51,8 @@ from .transports.base import Transport
 from .uri_template import UriTemplate
 
 if TYPE_CHECKING:  # pragma: no cover
+    import mcp_types
+
     from .http_app import HttpServerHandle, McpWsgiApp
 
 __all__ = ["Server", "ServerSession", "ServerHandle", "RegisteredTool", "RequestScope", "McpLogHandler"]
@@ -857,14 +860,18 @@ class ServerSession(Session):
         timeout: float | None = None,
         cancel_token: CancelToken | None = None,
         related_request: RequestId | None = None,
-    ) -> list[dict[str, Any]]:
+    ) -> list[mcp_types.Root]:
         """Ask the client for its roots (needs the client's ``roots`` capability)."""
         self.require_capability("roots", "roots/list")
-        result = self.send_request(
+        result = self._typed_request(
             "roots/list", None, timeout=timeout, cancel_token=cancel_token, related_request=related_request
-        ).result()
-        roots = result.get("roots", []) if isinstance(result, dict) else []
-        return list(roots)
+        )
+        return list(result.roots)
+
+    def _typed_request(self, method: str, params: dict[str, Any] | None, **options: Any) -> Any:
+        """Send a request to the client; block for its result as an ``mcp_types`` model."""
+        call = self.send_request(method, params, **options)
+        return call.decode_result_with(parser_for(SERVER_REQUEST_RESULTS[method])).result()
 
     def create_message(
         self,
@@ -876,16 +883,17 @@ class ServerSession(Session):
         cancel_token: CancelToken | None = None,
         related_request: RequestId | None = None,
         **extra: Any,
-    ) -> dict[str, Any]:
-        """Ask the client to sample from its model (``sampling/createMessage``)."""
+    ) -> mcp_types.CreateMessageResult | mcp_types.CreateMessageResultWithTools:
+        """Ask the client to sample from its model (``sampling/createMessage``); a
+        ``CreateMessageResultWithTools`` when the client answered with a list of content
+        blocks (tool use)."""
         self.require_capability("sampling", "sampling/createMessage")
         params: dict[str, Any] = {"messages": list(messages), "maxTokens": max_tokens, **extra}
         if system_prompt is not None:
             params["systemPrompt"] = system_prompt
-        result = self.send_request(
+        return self._typed_request(  # type: ignore[no-any-return]
             "sampling/createMessage", params, timeout=timeout, cancel_token=cancel_token, related_request=related_request
-        ).result()
-        return dict(result)
+        )
 
     def elicit(
         self,
@@ -897,7 +905,7 @@ class ServerSession(Session):
         timeout: float | None = None,
         cancel_token: CancelToken | None = None,
         related_request: RequestId | None = None,
-    ) -> dict[str, Any]:
+    ) -> mcp_types.ElicitResult:
         """Ask the user for input through the client (``elicitation/create``).
 
         Form mode with ``requested_schema``; URL mode with ``url`` (and ``elicitation_id``).
@@ -910,10 +918,9 @@ class ServerSession(Session):
             params.update({"mode": "url", "url": url, "elicitationId": elicitation_id or uuid.uuid4().hex})
         else:
             params["requestedSchema"] = requested_schema or {"type": "object", "properties": {}}
-        result = self.send_request(
+        return self._typed_request(  # type: ignore[no-any-return]
             "elicitation/create", params, timeout=timeout, cancel_token=cancel_token, related_request=related_request
-        ).result()
-        return dict(result)
+        )
 
 
 class RequestScope:
@@ -949,19 +956,23 @@ class RequestScope:
         finally:
             cancel_token.remove_callback(forward)
 
-    def list_roots(self, *, timeout: float | None = None, cancel_token: CancelToken | None = None) -> list[dict[str, Any]]:
+    def list_roots(self, *, timeout: float | None = None, cancel_token: CancelToken | None = None) -> list[mcp_types.Root]:
         """See :meth:`ServerSession.list_roots`."""
         with self._linked(cancel_token) as token:
             return self._session.list_roots(timeout=timeout, cancel_token=token, related_request=self._request_id)
 
-    def create_message(self, messages: Iterable[dict[str, Any]], *, max_tokens: int, cancel_token: CancelToken | None = None, **kwargs: Any) -> dict[str, Any]:
+    def create_message(
+        self, messages: Iterable[dict[str, Any]], *, max_tokens: int, cancel_token: CancelToken | None = None, **kwargs: Any
+    ) -> mcp_types.CreateMessageResult | mcp_types.CreateMessageResultWithTools:
         """See :meth:`ServerSession.create_message`."""
         with self._linked(cancel_token) as token:
             return self._session.create_message(
                 messages, max_tokens=max_tokens, cancel_token=token, related_request=self._request_id, **kwargs
             )
 
-    def elicit(self, message: str, requested_schema: dict[str, Any] | None = None, *, cancel_token: CancelToken | None = None, **kwargs: Any) -> dict[str, Any]:
+    def elicit(
+        self, message: str, requested_schema: dict[str, Any] | None = None, *, cancel_token: CancelToken | None = None, **kwargs: Any
+    ) -> mcp_types.ElicitResult:
         """See :meth:`ServerSession.elicit`."""
         with self._linked(cancel_token) as token:
             return self._session.elicit(

@@ -18,7 +18,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
+from pydantic import BaseModel
+
 from mcp_sync import Client, Endpoint, Server, ServerHandle, memory_pair
+from mcp_sync.wire import model_to_wire
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 SERVERS_DIR = Path(__file__).resolve().parent / "servers"
@@ -109,6 +112,15 @@ def is_response(message: Any, request_id: Any = None) -> bool:
     if "result" not in message and "error" not in message:
         return False
     return request_id is None or message["id"] == request_id
+
+
+def as_wire(models: Any) -> Any:
+    """``mcp_types`` models (or a list of them) as the JSON objects they were parsed from,
+    checking that they are models: the typed API never hands out raw dicts."""
+    if isinstance(models, list):
+        return [as_wire(m) for m in models]
+    assert isinstance(models, BaseModel), f"expected an mcp_types model, got {type(models).__name__}"
+    return model_to_wire(models, result=True)
 
 
 def responses_to(messages: list[Any], request_id: Any) -> list[dict[str, Any]]:

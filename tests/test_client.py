@@ -27,6 +27,7 @@ from mcp_sync import (
 )
 from mcp_helpers import (
     WAIT,
+    as_wire,
     Connection,
     is_response,
     connected,
@@ -185,7 +186,7 @@ def test_cancel_after_completion_returns_false_and_sends_nothing():
     probe = Probe()
     with connected(gated_server(probe)) as conn:
         pending = conn.client.call_tool_future("noop")
-        assert pending.result(WAIT)["content"][0]["text"] == "noop"
+        assert pending.result(WAIT).content[0].text == "noop"
         assert pending.cancel() is False
         assert not pending.cancelled()
         conn.barrier()
@@ -218,7 +219,7 @@ def test_futures_work_with_wait_and_as_completed():
         done, not_done = concurrent.futures.wait(calls, timeout=WAIT)
         assert not not_done
         for future in concurrent.futures.as_completed(calls, timeout=WAIT):
-            assert future.result()["structuredContent"] == {"result": calls[future] ** 2}
+            assert future.result().structured_content == {"result": calls[future] ** 2}
 
 
 def test_closing_the_client_fails_pending_calls_and_cancels_the_handler():
@@ -259,8 +260,8 @@ def test_tool_timeout_answers_even_when_the_handler_ignores_its_token():
             assert not probe.finished.is_set(), "the answer must not wait for the handler"
         finally:
             probe.release.set()
-        assert result["isError"] is True
-        text = result["content"][0]["text"]
+        assert result.is_error is True
+        text = result.content[0].text
         assert "timed out" in text and "stubborn" in text
         settle(conn, probe)
         answers = responses_to(conn.wire.sent, pending.request_id)
@@ -293,7 +294,7 @@ def test_tool_timeout_fires_a_cooperative_handlers_token(raise_it):
     with connected(server) as conn:
         pending = conn.client.call_tool_future("polite")
         answer = pending.result(WAIT)
-        assert answer["isError"] is True and "timed out after 0.2 s" in answer["content"][0]["text"]
+        assert answer.is_error is True and "timed out after 0.2 s" in answer.content[0].text
         settle(conn, probe)
         assert probe.values["cancelled"] is True
         assert "timed out" in probe.values["reason"]
@@ -456,7 +457,7 @@ def test_cancelling_a_tool_call_cancels_its_nested_request_to_the_client():
         assert isinstance(server_saw["outcome"], Cancelled)
         nested_cancels = [m for m in with_method(conn.wire.sent, "notifications/cancelled") if m["params"]["requestId"] == client_saw["id"]]
         assert len(nested_cancels) == 1
-        assert conn.handle.session.list_roots(timeout=WAIT) == [{"uri": "file:///r"}]
+        assert as_wire(conn.handle.session.list_roots(timeout=WAIT)) == [{"uri": "file:///r"}]
         assert not responses_to(conn.wire.received, client_saw["id"]), "the client answered a cancelled request"
 
 
@@ -539,7 +540,7 @@ def test_one_client_shared_by_16_threads(fast_switching):
             future = item
             try:
                 result = future.result(WAIT)
-                assert result["content"][0]["text"].startswith("done")
+                assert result.content[0].text.startswith("done")
                 outcome = "result"
             except Cancelled:
                 outcome = "cancelled"
@@ -600,5 +601,5 @@ def test_tool_timeout_error_always_beats_a_handler_that_returns_when_its_token_f
 
     with connected(server) as conn:
         pending = [conn.client.call_tool_future("racer") for _ in range(200)]
-        texts = [p.result(WAIT)["content"][0]["text"] for p in pending]
+        texts = [p.result(WAIT).content[0].text for p in pending]
     assert all("timed out" in text for text in texts), texts

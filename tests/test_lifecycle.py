@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import threading
 
+import mcp_types
 import pytest
 
 from mcp_sync import (
@@ -25,6 +26,7 @@ from mcp_sync import (
 from mcp_sync.session import LATEST_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS
 from mcp_helpers import (
     WAIT,
+    as_wire,
     FakeServer,
     RecordingTransport,
     connected,
@@ -130,7 +132,8 @@ def test_capabilities_and_identity_are_recorded_on_both_sides():
         assert session.peer_supports("roots", "listChanged")
         assert not session.peer_supports("experimental")
         # client side: what the server declared
-        assert client.server_info == {"name": "demo", "version": "1.0.0"}
+        assert as_wire(client.server_info) == {"name": "demo", "version": "1.0.0"}
+        assert client.peer_info == {"name": "demo", "version": "1.0.0"}
         assert client.server_capabilities["tools"] == {"listChanged": True}
         assert "logging" in client.server_capabilities
         assert client.server_instructions == "Use echo to echo."
@@ -147,7 +150,7 @@ def test_a_client_without_handlers_declares_no_client_capabilities():
         assert init["params"]["clientInfo"]["name"] == "mcp_sync"
 
 
-def test_initialize_returns_the_raw_result():
+def test_initialize_returns_the_initialize_result():
     server = make_server(instructions="hello")
     client_side, server_side = memory_pair()
     with server.serve_in_thread(server_side):
@@ -155,10 +158,11 @@ def test_initialize_returns_the_raw_result():
         client.endpoint.start()
         try:
             result = client.initialize(timeout=WAIT)
-            assert result["protocolVersion"] == "2025-11-25"
-            assert result["serverInfo"] == {"name": "demo", "version": "1.0.0"}
-            assert result["instructions"] == "hello"
-            assert "tools" in result["capabilities"]
+            assert isinstance(result, mcp_types.InitializeResult)
+            assert result.protocol_version == "2025-11-25"
+            assert as_wire(result.server_info) == {"name": "demo", "version": "1.0.0"}
+            assert result.instructions == "hello"
+            assert result.capabilities.tools is not None
             assert client.initialized
         finally:
             client.close()
@@ -239,7 +243,7 @@ def test_ping_is_answered_while_every_worker_is_busy():
             assert not pending.done()
         finally:
             release.set()
-        assert pending.result(WAIT)["content"][0]["text"] == "released"
+        assert pending.result(WAIT).content[0].text == "released"
 
 
 # -- initialize is never cancelled ----------------------------------------------------------------
@@ -353,7 +357,7 @@ def roots_server() -> Server:
     @server.tool()
     def roots(ctx: Context) -> list[str]:
         """The client's root URIs."""
-        return [root["uri"] for root in ctx.session.list_roots(timeout=WAIT)]
+        return [str(root.uri) for root in ctx.session.list_roots(timeout=WAIT)]
 
     return server
 
@@ -377,7 +381,7 @@ def test_list_roots_with_the_capability():
         result = conn.client.call_tool("roots", timeout=WAIT)
         assert result.is_error is not True
         assert result.structured_content == {"result": ["file:///tmp/project", "file:///data"]}
-        assert conn.handle.session.list_roots(timeout=WAIT)[1] == {"uri": "file:///data", "name": "data"}
+        assert as_wire(conn.handle.session.list_roots(timeout=WAIT)[1]) == {"uri": "file:///data", "name": "data"}
 
 
 def test_roots_list_changed_reaches_the_server():
@@ -386,7 +390,7 @@ def test_roots_list_changed_reaches_the_server():
         conn.handle.session.on_roots_changed = changed.set
         conn.client.set_roots(["/b"])
         wait_event(changed, "notifications/roots/list_changed at the server")
-        assert conn.handle.session.list_roots(timeout=WAIT) == [{"uri": "file:///b"}]
+        assert as_wire(conn.handle.session.list_roots(timeout=WAIT)) == [{"uri": "file:///b"}]
 
 
 def test_sampling_and_elicitation_need_the_clients_capabilities():

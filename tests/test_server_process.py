@@ -58,7 +58,7 @@ def test_stdio_round_trip_and_clean_exit_on_stdin_eof(markers):
     client = spawn(markers, close_grace=10.0)
     process = client.transport.process
     try:
-        assert client.server_info == {"name": "demo-stdio", "version": "1.2.3"}
+        assert (client.server_info.name, client.server_info.version) == ("demo-stdio", "1.2.3")
         assert client.protocol_version == "2025-11-25"
         assert [t.name for t in client.list_tools(timeout=WAIT)] == ["echo", "pid", "slow"]
         assert client.call_tool("echo", {"text": "héllo\nworld"}, timeout=WAIT).content[0].text == "héllo\nworld"

@@ -581,7 +581,7 @@ def test_progress_reaches_the_caller_in_order():
 
     with connected(progress_server(saved)) as conn:
         pending = conn.client.call_tool_future("steps", on_progress=on_progress)
-        assert pending.result(WAIT)["content"][0]["text"] == "ok"
+        assert pending.result(WAIT).content[0].text == "ok"
         wait_event(all_arrived, "three progress notifications")
         assert received == [(1, 3, "one"), (2, 3, None), (3.5, 3, "three and a half")]
         assert saved["sent"] == [True, True, True]

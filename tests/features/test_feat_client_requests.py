@@ -22,6 +22,7 @@ import pytest
 
 from mcp_sync import Cancelled, Context, McpError, Server
 from feature_support import WAIT, Collector, cancels_of, notifications, pair, requests, responses, wait_event
+from mcp_helpers import as_wire
 
 SAMPLE = {"role": "assistant", "content": {"type": "text", "text": "sampled!"}, "model": "test-model", "stopReason": "endTurn"}
 SCHEMA = {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}
@@ -94,7 +95,7 @@ def asking_server() -> tuple[Server, dict[str, Any]]:
             state["tool_saw"].append(type(exc).__name__)
             raise
         state["tool_saw"].append("ok")
-        return json.dumps(value)
+        return json.dumps(as_wire(value))  # as_wire: the session returned mcp_types models
 
     return server, state
 
@@ -107,7 +108,7 @@ def tool_text(result) -> str:
 def test_list_roots_from_a_list_with_paths_turned_into_file_uris(tmp_path):
     spaced = tmp_path / "my project"
     server, _ = asking_server()
-    roots = [str(spaced), spaced / "sub", {"uri": "file:///data", "name": "Data"}, "https://example.com/repo"]
+    roots = [str(spaced), spaced / "sub", {"uri": "file:///data", "name": "Data"}, "file://host/repo"]
     with pair(server, roots=roots) as p:
         assert p.session.peer_capabilities["roots"] == {"listChanged": True}
         got = json.loads(tool_text(p.client.call_tool("ask", {"kind": "roots", "timeout": WAIT}, timeout=WAIT)))
@@ -115,7 +116,7 @@ def test_list_roots_from_a_list_with_paths_turned_into_file_uris(tmp_path):
             {"uri": spaced.as_uri()},
             {"uri": (spaced / "sub").as_uri()},
             {"uri": "file:///data", "name": "Data"},
-            {"uri": "https://example.com/repo"},
+            {"uri": "file://host/repo"},
         ]
         assert got[0]["uri"].startswith("file:///") and "my%20project" in got[0]["uri"]
 
@@ -358,7 +359,7 @@ def test_nested_request_with_its_own_cancel_token():
         wait_event(blocker.finished, "the sampling handler to see its token fire")
         assert blocker.seen["cancelled"] is True and blocker.seen["reason"] == "changed my mind"
         result = call.result(WAIT)
-        assert result["content"][0]["text"] == "recovered"
+        assert result.content[0].text == "recovered"
 
 
 # -- client callbacks ----------------------------------------------------------------------------

@@ -339,7 +339,7 @@ def test_resource_handler_gets_a_context():
     logs = Collector()
     with pair(server, on_log=logs) as p:
         pending = p.client.submit("resources/read", {"uri": "ctx://x"}, timeout=WAIT)
-        assert pending.result(WAIT)["contents"][0]["text"] == "x"
+        assert pending.result(WAIT).contents[0].text == "x"
         assert seen == {"method": "resources/read", "request_id": pending.request_id, "cancelled": False}
         assert logs.wait_for(lambda m: m.get("data") == "reading x", "the handler's log")["level"] == "info"
 

@@ -31,7 +31,7 @@ def test_features_round_trip_over_stdio(tmp_path):
         on_log=logs,
         init_timeout=STDIO_WAIT,
     ) as client:
-        assert client.server_info == {"name": "feature-stdio", "version": "2.0.0"}
+        assert (client.server_info.name, client.server_info.version) == ("feature-stdio", "2.0.0")
         caps = client.server_capabilities
         assert caps["resources"] == {"subscribe": True, "listChanged": True}
         assert caps["prompts"] == {"listChanged": True} and "completions" in caps and "logging" in caps
@@ -145,7 +145,7 @@ def test_nested_sampling_cancelled_over_stdio_fires_the_client_handler_token_and
                 call.result(WAIT)
         else:
             result = call.result(WAIT)
-            assert result["isError"] is True and "timed out" in result["content"][0]["text"]
+            assert result.is_error is True and "timed out" in result.content[0].text
             assert "timed out" in seen["reason"]
 
         follow_up = client.call_tool("ask_sampling", {}, timeout=WAIT)

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from http_support import WAIT, Probe, make_server
-from mcp_helpers import wait_until
+from mcp_helpers import as_wire, wait_until
 
 # the names of the threads an HTTP client starts
 CLIENT_THREADS = ("mcp_sync-http-stream", "mcp_sync-http-get", "mcp_sync-http-request", "mcp_sync-http-sender")
@@ -45,20 +45,20 @@ def full_server(probe: Probe, **options: Any) -> Server:
     @server.tool()
     def ask_roots(ctx: Context) -> str:
         """roots/list to the client; the roots as JSON text."""
-        return json.dumps(ctx.session.list_roots())
+        return json.dumps(as_wire(ctx.session.list_roots()))
 
     @server.tool()
     def ask_sample(prompt: str, ctx: Context) -> str:
         """sampling/createMessage to the client; the sampled text."""
         result = ctx.session.create_message([{"role": "user", "content": {"type": "text", "text": prompt}}], max_tokens=20)
-        return str(result["content"]["text"])
+        return str(result.content.text)
 
     @server.tool()
     def ask_name(ctx: Context) -> str:
         """elicitation/create (form) to the client."""
         schema = {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}
         result = ctx.session.elicit("Your name?", schema)
-        return f"{result['action']}:{result.get('content', {}).get('name')}"
+        return f"{result.action}:{(result.content or {}).get('name')}"
 
     @server.tool()
     def ask_sample_and_wait(ctx: Context) -> str:
@@ -85,7 +85,7 @@ def served(probe, serve):
 def test_tools_over_http(served):
     _, handle = served
     with Client.http(handle.url) as client:
-        assert client.server_info["name"] == "http-test"
+        assert client.server_info.name == "http-test"
         assert client.protocol_version == "2025-11-25"
         names = {tool.name for tool in client.list_tools()}
         assert {"echo", "gated", "ask_roots"} <= names
@@ -112,7 +112,7 @@ def test_progress_over_http(probe, served):
         future = client.call_tool_future("progress_gated", {"tag": "p"}, on_progress=on_progress)
         assert probe.started("p").wait(WAIT)
         probe.release("p")
-        assert future.result(WAIT)["content"][0]["text"] == "p: done"
+        assert future.result(WAIT).content[0].text == "p: done"
         assert third.wait(WAIT)
     assert seen == [(1, 3, "one"), (2, 3, "two"), (3, 3, "three")]
 
@@ -141,7 +141,7 @@ def test_pending_call_cancel(probe, served):
         assert probe.reasons["c"] == "changed my mind"
         assert future.cancel() is True  # idempotent
         done = client.call_tool_future("echo", {"text": "x"})
-        assert done.result(WAIT)["content"][0]["text"] == "x"
+        assert done.result(WAIT).content[0].text == "x"
         assert done.cancel() is False  # already completed
 
 
@@ -441,7 +441,7 @@ def test_200_concurrent_calls_with_random_cancellations(serve, wire, fast_switch
         for n, future in futures.items():
             try:
                 value = future.result(0)
-                assert value["structuredContent"]["result"] == n
+                assert value.structured_content == {"result": n}
                 outcomes[n] = "result"
             except Cancelled:
                 outcomes[n] = "cancelled"

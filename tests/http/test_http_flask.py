@@ -107,7 +107,7 @@ def test_flask_routes_and_mcp_side_by_side(flask_site, probe):
                 done.set()
 
         with Client.http(base + "/mcp") as client:
-            assert client.server_info["name"] == "flask-mounted"
+            assert client.server_info.name == "flask-mounted"
             assert {"echo", "gated"} <= {tool.name for tool in client.list_tools()}
             assert client.call_tool("echo", {"text": "via flask"}).content[0].text == "via flask"
             assert client.call_tool("slow", {"seconds": 0.2}, on_progress=on_progress).content[0].text == "done"

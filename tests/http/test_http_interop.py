@@ -28,6 +28,7 @@ import httpx
 import pytest
 
 from http_support import WAIT, Probe, make_server
+from mcp_helpers import as_wire
 
 from mcp_sync import Cancelled, Client, ConnectionClosed, Context, RequestTimeout
 from mcp_sync.errors import McpError
@@ -131,7 +132,7 @@ def _wait_until_answering(url: str) -> None:
 
 def test_our_client_calls_tools_on_the_official_server(official_server):
     with Client.http(official_server.url) as client:
-        assert client.server_info["name"] == "official-stdio-peer"
+        assert client.server_info.name == "official-stdio-peer"
         assert client.protocol_version == "2025-11-25"
         names = {tool.name for tool in client.list_tools()}
         assert {"echo", "add", "slow"} <= names
@@ -288,7 +289,7 @@ def official_client_run(tmp_path_factory: pytest.TempPathFactory) -> OfficialCli
     def ask_roots_with_timeout(timeout: float, ctx: Context) -> str:
         """roots/list with a timeout: on expiry *our server* cancels its own request."""
         try:
-            return json.dumps(ctx.session.list_roots(timeout=timeout))
+            return json.dumps(as_wire(ctx.session.list_roots(timeout=timeout)))
         except RequestTimeout as exc:
             nested["timed_out"] = str(exc)
             return f"TIMEOUT {exc}"

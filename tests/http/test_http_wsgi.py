@@ -488,7 +488,7 @@ def test_idle_sessions_expire_but_busy_ones_do_not(probe, serve):
         with pytest.raises(ConnectionClosed):
             idle.ping(timeout=WAIT)  # its session is gone: 404
         probe.release("busy")
-        assert pending.result(WAIT)["content"][0]["text"] == "busy: released"
+        assert pending.result(WAIT).content[0].text == "busy: released"
         now[0] += 30.0
         assert app.expire_idle_sessions() == 0, "the busy session was seen 30 s ago"
         now[0] += 31.0

@@ -177,7 +177,7 @@ def assert_stopped(peer: Peer, tag: str) -> None:
 # -- handshake and tools ----------------------------------------------------------------------------
 def test_handshake(peer: Peer) -> None:
     assert peer.client.protocol_version == "2025-11-25"
-    assert peer.client.server_info["name"] == "official-stdio-peer"
+    assert peer.client.server_info.name == "official-stdio-peer"
     init = peer.wire.sent_requests("initialize")[0]
     assert init["params"]["capabilities"] == {"roots": {"listChanged": True}, "sampling": {}, "elicitation": {"form": {}, "url": {}}}
     sent, _ = peer.wire.snapshot()

@@ -40,6 +40,7 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
 
 from mcp_sync import Context, RequestTimeout, Server  # noqa: E402
+from mcp_sync.wire import model_to_wire  # noqa: E402
 
 EVENTS_FILE = os.environ.get("PEER_EVENTS_FILE")
 
@@ -114,7 +115,7 @@ def slow(seconds: float, ctx: Context, steps: int = 10, tag: str = "") -> str:
 @server.tool()
 def ask_roots(ctx: Context) -> str:
     """Ask the client for its roots and return them as JSON text."""
-    return json.dumps(ctx.session.list_roots(timeout=10))
+    return json.dumps([model_to_wire(root) for root in ctx.session.list_roots(timeout=10)])
 
 
 @server.tool()
@@ -127,7 +128,7 @@ def ask_roots_timeout(timeout: float, ctx: Context) -> str:
         event("TIMEOUT ask_roots_timeout")
         raise RuntimeError(f"roots/list timed out: {exc}") from exc
     event("FINISHED ask_roots_timeout")
-    return json.dumps(roots)
+    return json.dumps([model_to_wire(root) for root in roots])
 
 
 @server.tool()
@@ -136,10 +137,9 @@ def ask_sample(prompt: str, ctx: Context) -> str:
     result = ctx.session.create_message(
         [{"role": "user", "content": {"type": "text", "text": prompt}}], max_tokens=50, timeout=10
     )
-    content = result.get("content")
-    if isinstance(content, dict) and content.get("type") == "text":
-        return str(content["text"])
-    return json.dumps(result)
+    if not isinstance(result.content, list) and result.content.type == "text":
+        return result.content.text
+    return json.dumps(model_to_wire(result, result=True))
 
 
 @server.tool()
@@ -147,16 +147,16 @@ def ask_elicit(message: str, ctx: Context) -> str:
     """Ask the user for a name through the client (form-mode elicitation)."""
     schema = {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}
     result = ctx.session.elicit(message, schema, timeout=10)
-    if result.get("action") == "accept":
-        return f"accept:{(result.get('content') or {}).get('name')}"
-    return str(result.get("action"))
+    if result.action == "accept":
+        return f"accept:{(result.content or {}).get('name')}"
+    return result.action
 
 
 @server.tool()
 def ask_elicit_url(url: str, ctx: Context) -> str:
     """Send the user to a URL through the client (URL-mode elicitation); returns the action."""
     result = ctx.session.elicit("Please open the page", url=url, elicitation_id="sync-1", timeout=10)
-    return str(result.get("action"))
+    return result.action
 
 
 NOTE_NAMES = ["alpha", "alps", "beta"]
