@@ -22,7 +22,7 @@ from pydantic.fields import FieldInfo
 from .context import Context
 from .errors import McpError
 from .jsonrpc import INVALID_PARAMS
-from .schemas import DeclaredSchema
+from .schemas import DeclaredSchema, bounded_problems
 
 __all__ = ["ArgumentError", "Signature", "inspect_handler", "parse_docstring"]
 
@@ -195,7 +195,7 @@ class Signature:
             try:
                 model = self.arguments.model_validate(arguments or {})
             except pydantic.ValidationError as exc:
-                raise ArgumentError([_describe_problem(error) for error in exc.errors()]) from None
+                raise ArgumentError(bounded_problems(_describe_problem(error) for error in exc.errors())) from None
             kwargs = {name: getattr(model, name) for name in self.param_names}
         if self.context_param is not None:
             kwargs[self.context_param] = ctx

@@ -8,6 +8,9 @@ without it fails at registration, not at the first call.
 
 References (``$ref``) resolve inside the schema (``$defs``, ``definitions``); nothing is
 fetched from the network.
+
+Validation problems -- of declared schemas and of type-hinted arguments alike -- are
+described within bounds (:func:`bounded_problems`), whatever the size of what was sent.
 """
 
 from __future__ import annotations
@@ -15,12 +18,26 @@ from __future__ import annotations
 import copy
 import itertools
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any, Iterable, Mapping
 
-__all__ = ["DeclaredSchema", "declare_schema", "MAX_REPORTED_PROBLEMS"]
+__all__ = ["DeclaredSchema", "declare_schema", "bounded_problems", "MAX_REPORTED_PROBLEMS", "MAX_PROBLEM_CHARS"]
 
 MAX_REPORTED_PROBLEMS = 10
 """At most this many validation problems are described in one error message."""
+
+MAX_PROBLEM_CHARS = 200
+"""At most this many characters describe one problem (a longer description, such as one
+quoting a large value, is cut)."""
+
+
+def bounded_problems(problems: Iterable[str]) -> list[str]:
+    """At most :data:`MAX_REPORTED_PROBLEMS` of ``problems`` (read lazily), each cut to
+    :data:`MAX_PROBLEM_CHARS`, and a last line saying that more were left out, if any."""
+    first = list(itertools.islice(problems, MAX_REPORTED_PROBLEMS + 1))
+    shown = [p if len(p) <= MAX_PROBLEM_CHARS else p[: MAX_PROBLEM_CHARS - 3] + "..." for p in first[:MAX_REPORTED_PROBLEMS]]
+    if len(first) > MAX_REPORTED_PROBLEMS:
+        shown.append("(more problems not shown)")
+    return shown
 
 _INSTALL_HINT = "pip install 'mcp-sync-threaded[jsonschema]'"
 
@@ -47,13 +64,10 @@ class DeclaredSchema:
     def problems(self, instance: Any) -> list[str]:
         """What is wrong with ``instance`` (empty when it is valid): one line per problem,
         each naming where (``arguments`` for the top level, else a dotted path) and what the
-        schema expected; at most :data:`MAX_REPORTED_PROBLEMS`."""
-        errors = itertools.islice(self.validator.iter_errors(instance), MAX_REPORTED_PROBLEMS)
-        found = []
-        for error in sorted(errors, key=lambda e: [str(part) for part in e.absolute_path]):
-            where = ".".join(str(part) for part in error.absolute_path) or "arguments"
-            found.append(f"{where}: {error.message}")
-        return found
+        schema expected; bounded by :func:`bounded_problems`."""
+        errors = itertools.islice(self.validator.iter_errors(instance), MAX_REPORTED_PROBLEMS + 1)
+        ordered = sorted(errors, key=lambda e: [str(part) for part in e.absolute_path])
+        return bounded_problems(f"{'.'.join(str(part) for part in e.absolute_path) or 'arguments'}: {e.message}" for e in ordered)
 
 
 def declare_schema(schema: Mapping[str, Any], what: str) -> DeclaredSchema:

@@ -8,6 +8,7 @@ JSON; invalid arguments and non-conforming results are tool errors.
 from __future__ import annotations
 
 import copy
+import logging
 import sys
 from typing import Any
 
@@ -244,9 +245,12 @@ def test_a_result_matching_the_output_schema_is_sent_as_is():
             assert result.is_error is not True and result.structured_content == {"total": 3}
 
 
-def test_a_result_breaking_the_output_schema_is_a_tool_error():
+def test_a_result_breaking_the_output_schema_is_a_tool_error(caplog):
+    caplog.set_level(logging.WARNING, logger="mcp_sync.server")
     with connected(output_server()) as conn:
         wrong = conn.client.call_tool("wrong_type", {"n": 3}, timeout=WAIT)
+        [record] = [r for r in caplog.records if r.name == "mcp_sync.server"]
+        assert record.levelno == logging.WARNING and "wrong_type broke its output schema" in record.getMessage()
         assert wrong.is_error is True and wrong.structured_content is None
         assert wrong.content[0].text == (
             "Tool 'wrong_type' returned a result that does not match its output schema: total: '3' is not of type 'integer'"
@@ -268,3 +272,33 @@ def test_hinted_tools_still_reject_unknown_tools_with_invalid_params():
         with pytest.raises(McpError) as info:
             conn.client.call_tool("no_route", {}, timeout=WAIT)
         assert info.value.code == -32602
+
+
+# -- bounded error messages -----------------------------------------------------------------------
+def test_the_description_of_invalid_arguments_is_bounded_whatever_was_sent():
+    from mcp_sync.schemas import MAX_PROBLEM_CHARS, MAX_REPORTED_PROBLEMS
+
+    server = Server("bounded")
+
+    @server.tool()
+    def total(numbers: list[int]) -> int:
+        return sum(numbers)
+
+    @server.tool(input_schema={"type": "object", "properties": {"n": {"type": "array", "items": {"type": "integer"}}}})
+    def declared(n: Any = None) -> str:
+        return "ok"
+
+    @server.tool(input_schema={"type": "object", "properties": {"s": {"type": "integer"}}})
+    def huge(s: Any = None) -> str:
+        return "ok"
+
+    prefix = "Invalid arguments for tool '{}': "
+    with connected(server) as conn:
+        for name, arguments in (("total", {"numbers": ["x"] * 1000}), ("declared", {"n": ["x"] * 1000})):
+            text = conn.client.call_tool(name, arguments, timeout=WAIT).content[0].text
+            problems = text.removeprefix(prefix.format(name)).split("; ")
+            assert len(problems) == MAX_REPORTED_PROBLEMS + 1, text
+            assert problems[-1] == "(more problems not shown)"
+        text = conn.client.call_tool("huge", {"s": "y" * 100_000}, timeout=WAIT).content[0].text
+        [problem] = text.removeprefix(prefix.format("huge")).split("; ")
+        assert len(problem) == MAX_PROBLEM_CHARS and problem.startswith("s: 'yyy") and problem.endswith("...")
