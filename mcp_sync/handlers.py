@@ -204,7 +204,7 @@ class Signature:
 
 def inspect_handler(fn: Callable[..., Any], name: str, declared: DeclaredSchema | None = None) -> Signature:
     """Build the argument model and metadata of ``fn`` (or, with ``declared``, check that
-    ``fn`` can take the arguments that schema describes: see :func:`_check_declared`)."""
+    ``fn`` can take every call that schema accepts: ``TypeError`` if not)."""
     try:
         hints = typing.get_type_hints(fn, include_extras=True)
     except Exception:  # unresolvable forward references: fall back to raw annotations

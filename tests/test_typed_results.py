@@ -117,35 +117,46 @@ def test_raw_access_stays_raw():
         assert raw == {"content": [{"type": "text", "text": "9"}], "structuredContent": {"result": 9}}
 
 
-def test_the_parsed_result_is_one_object_for_every_waiter_and_callback():
-    with connected(full_server()) as conn:
-        seen: list[Any] = []
-        settled = threading.Event()
-        future = conn.client.call_tool_future("square", {"n": 4})
+def test_the_parsed_result_is_one_object_for_every_waiter_and_callback(fast_switching):
+    server = full_server()
+    release = threading.Semaphore(0)
 
-        def callback(f: concurrent.futures.Future) -> None:
-            seen.append(f.result())
-            settled.set()
+    @server.tool()
+    def gated(n: int) -> int:
+        assert release.acquire(timeout=WAIT), "never released"
+        return n
 
-        future.add_done_callback(callback)
-        waiters = 8
-        barrier = threading.Barrier(waiters)
-        results: list[Any] = [None] * waiters
+    waiters = 6
+    with connected(server) as conn:
+        for round_ in range(20):  # waiters blocked in result() race to parse the answer
+            seen: list[Any] = []
+            settled = threading.Event()
+            future = conn.client.call_tool_future("gated", {"n": round_})
 
-        def wait(i: int) -> None:
+            def callback(f: concurrent.futures.Future) -> None:
+                seen.append(f.result())
+                settled.set()
+
+            future.add_done_callback(callback)
+            barrier = threading.Barrier(waiters + 1)
+            results: list[Any] = [None] * waiters
+
+            def wait(i: int) -> None:
+                barrier.wait(WAIT)
+                results[i] = future.result(WAIT)
+
+            threads = [threading.Thread(target=wait, args=(i,)) for i in range(waiters)]
+            for thread in threads:
+                thread.start()
             barrier.wait(WAIT)
-            results[i] = future.result(WAIT)
-
-        threads = [threading.Thread(target=wait, args=(i,)) for i in range(waiters)]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join(WAIT)
-        wait_event(settled, "the done-callback")
-        first = future.result(0)
-        assert isinstance(first, mcp_types.CallToolResult)
-        assert all(r is first for r in results) and seen[0] is first
-        assert next(concurrent.futures.as_completed([future], timeout=WAIT)).result() is first
+            release.release()
+            for thread in threads:
+                thread.join(WAIT)
+            wait_event(settled, "the done-callback")
+            first = future.result(0)
+            assert isinstance(first, mcp_types.CallToolResult) and first.structured_content == {"result": round_}
+            assert all(r is first for r in results) and seen[0] is first
+            assert next(concurrent.futures.as_completed([future], timeout=WAIT)).result() is first
 
 
 def test_a_result_that_does_not_fit_its_model_is_a_validation_error_on_both_paths():
