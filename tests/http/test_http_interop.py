@@ -311,6 +311,7 @@ def official_client_run(tmp_path_factory: pytest.TempPathFactory) -> OfficialCli
         # grace: long enough for the SDK to try resuming the answer-less stream (after 1 s)
         {"op": "cancel", "name": "progress_gated", "args": {"tag": "official"}, "grace": 2.5},
         {"op": "call", "name": "ask_roots_with_timeout", "args": {"timeout": 0.5}},
+        {"op": "call", "name": "echo", "args": {"text": 5}},  # invalid: a tool error, not -32602
         {"op": "call", "name": "echo", "args": {"text": "still here"}},
     ]
     EventStream.push = recording_push  # type: ignore[method-assign]
@@ -354,6 +355,14 @@ def test_official_client_calls_tools_on_our_server(official_client_run):
     assert echo[0]["result"]["content"][0]["text"] == "hello"
     assert run.output["steps"][-1]["result"]["content"][0]["text"] == "still here"
     assert run.output["ok"], run.output["steps"]
+
+
+def test_official_client_gets_invalid_arguments_as_a_tool_result(official_client_run):
+    # 2025-11-25 (SEP-1303), over Streamable HTTP: a CallToolResult with isError, no exception
+    step = official_client_run.output["steps"][-2]
+    assert step["ok"], step
+    assert step["result"]["isError"] is True
+    assert step["result"]["content"][0]["text"] == "Invalid arguments for tool 'echo': text: Input should be a valid string (got 5)"
 
 
 def test_official_client_gets_progress_from_our_server(official_client_run):
