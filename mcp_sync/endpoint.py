@@ -61,6 +61,14 @@ from .workers import CallbackThread, WorkerPool
 __all__ = ["Endpoint", "PendingCall", "RequestHandler", "ProgressCallback"]
 
 _log = logging.getLogger("mcp_sync.endpoint")
+_wire = logging.getLogger("mcp_sync.wire")
+"""Every JSON-RPC message read or written, at DEBUG: ``<endpoint name> <- <line>`` for a
+message received, ``->`` for one sent (``mcp-sync --trace`` shows it on stderr)."""
+
+
+def _trace(name: str, direction: str, data: bytes | str) -> None:
+    text = data.decode("utf-8", "replace") if isinstance(data, bytes) else data
+    _wire.debug("%s %s %s", name, direction, text.rstrip("\r\n"))
 
 RequestHandler = Callable[[InboundRequest], Any]
 """Runs an inbound request in a worker; returns the JSON ``result`` or raises
@@ -542,6 +550,8 @@ class Endpoint:
 
     def receive_line(self, line: bytes | str) -> None:
         """Process one line from the peer (the reader thread calls this)."""
+        if _wire.isEnabledFor(logging.DEBUG):
+            _trace(self.name, "<-", line)
         message = decode(line)
         inline = None
         if self._inline and isinstance(message, Request):
@@ -661,6 +671,8 @@ class Endpoint:
                 while self._outbox:
                     data, related = self._outbox.popleft()
                     if failure is None:
+                        if _wire.isEnabledFor(logging.DEBUG):
+                            _trace(self.name, "->", data)
                         try:
                             self._write(data, related)
                         except (OSError, ValueError) as exc:
@@ -685,6 +697,8 @@ class Endpoint:
         try:
             while self._outbox:
                 data, related = self._outbox.popleft()
+                if _wire.isEnabledFor(logging.DEBUG):
+                    _trace(self.name, "->", data)
                 try:
                     self._write(data, related)
                 except (OSError, ValueError):
