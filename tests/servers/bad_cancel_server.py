@@ -15,6 +15,9 @@ when the call carried a ``progressToken``.
     python tests/servers/bad_cancel_server.py
     python tests/servers/bad_cancel_server.py --exit-on-cancel   # worse: dies on a cancellation
                                                                   # (of anything but initialize)
+    python tests/servers/bad_cancel_server.py --drop-cancelled-initialize
+        # answers initialize after 1 s, unless it was cancelled meanwhile (allowed: a server may
+        # act on the cancellation of initialize, which no client should send)
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from typing import Any
 _out = threading.Lock()
 _never = threading.Event()  # waited on as simulated work: never set
 _initialize_id: list[Any] = [None]
+_cancelled: set[Any] = set()
 
 TOOLS = [
     {
@@ -55,19 +59,30 @@ def slow(request_id: Any, params: dict[str, Any]) -> None:
     send({"id": request_id, "result": {"content": [{"type": "text", "text": f"slept {seconds}"}], "isError": False}})
 
 
+def initialize(request_id: Any, params: dict[str, Any], delay: float) -> None:
+    if delay:
+        _never.wait(delay)  # slow to answer, like a server that handles requests asynchronously
+        if request_id in _cancelled:
+            return  # it acts on the cancellation of initialize (allowed)
+    send(
+        {
+            "id": request_id,
+            "result": {
+                "protocolVersion": params.get("protocolVersion", "2025-06-18"),
+                "capabilities": {"tools": {}},
+                "serverInfo": {"name": "bad-cancel-server", "version": "0"},
+            },
+        }
+    )
+
+
 def handle_request(request_id: Any, method: str, params: dict[str, Any]) -> None:
     if method == "initialize":
         _initialize_id[0] = request_id
-        send(
-            {
-                "id": request_id,
-                "result": {
-                    "protocolVersion": params.get("protocolVersion", "2025-06-18"),
-                    "capabilities": {"tools": {}},
-                    "serverInfo": {"name": "bad-cancel-server", "version": "0"},
-                },
-            }
-        )
+        if "--drop-cancelled-initialize" in sys.argv[1:]:
+            threading.Thread(target=initialize, args=(request_id, params, 1.0), daemon=True).start()
+        else:
+            initialize(request_id, params, 0)
     elif method == "ping":
         send({"id": request_id, "result": {}})
     elif method == "tools/list":
@@ -83,6 +98,8 @@ def handle_notification(method: str, params: Any) -> None:
         return
     request_id = params.get("requestId") if isinstance(params, dict) else None
     valid = isinstance(request_id, (str, int)) and not isinstance(request_id, bool)
+    if valid:
+        _cancelled.add(request_id)
     if valid and request_id != _initialize_id[0] and "--exit-on-cancel" in sys.argv[1:]:  # WRONG: dies
         sys.exit(3)
     if not valid:  # WRONG: a notification must never be answered
