@@ -67,10 +67,10 @@ def main(argv: list[str] | None = None) -> int:
         try:
             result = client.call_tool("slow", {"seconds": options.seconds}, timeout=options.timeout, on_progress=on_progress)
         except RequestTimeout as exc:
-            say(f"timed out: {exc}; the call was cancelled on the server")
+            say(f"timed out: {exc}; a cancellation was sent to the server")
             say(f"server confirms: slow {server_report(client)}")
         except KeyboardInterrupt:
-            say("interrupted: the call was cancelled on the server")
+            say("interrupted: a cancellation was sent to the server")
             say(f"server confirms: slow {server_report(client)}")
             return 130
         else:

@@ -15,7 +15,7 @@ it) with ``timeout=``:
 * the call completes: the result is printed (exit 0);
 * the timeout expires: ``call_tool`` POSTs ``notifications/cancelled`` for the request, stops
   waiting, and raises ``RequestTimeout`` (exit 0: a handled outcome here);
-* Ctrl-C: the call is cancelled on the server the same way, then the script exits with 130.
+* Ctrl-C: a cancellation is sent the same way, then the script exits with 130.
 
 Leaving the ``with`` block ends the session with ``DELETE``. A server that refuses us says so
 with an HTTP status (401, 403, 404...): ``HttpError`` carries it (exit 1).
@@ -77,7 +77,7 @@ def main(argv: list[str] | None = None) -> int:
                 say(f"timed out: {exc}; the server was told to cancel the call")
                 return 0
             except KeyboardInterrupt:
-                say("interrupted: the call was cancelled on the server")
+                say("interrupted: a cancellation was sent to the server")
                 return 130
             except McpError as exc:
                 say(f"the server refused the call: {exc}")

@@ -52,7 +52,7 @@ EXAMPLES: dict[str, Example] = {
     "call_with_timeout.py": Example(
         argv=["--seconds", "3", "--timeout", "0.5"],
         expect=[
-            "timed out: tools/call: timed out after 0.5 s; the call was cancelled on the server",
+            "timed out: tools/call: timed out after 0.5 s; a cancellation was sent to the server",
             "server confirms: slow stopped by cancellation",
             "(reason: timed out after 0.5 s)",
             "tool error: Tool 'fetch_record' timed out after 0.5 s",
@@ -77,6 +77,16 @@ EXAMPLES: dict[str, Example] = {
             "reindex caller got ConnectionClosed",
             "server side: reindex stopped by cancellation",
             "stopped cleanly; threads left: none",
+        ],
+    ),
+    "legacy_http_server.py": Example(
+        argv=["--self-test"],
+        expect=[
+            "tools: stock, reindex",
+            "stock: {'item': 'apple', 'count': 12, 'ticks': ",
+            "reindex: tools/call: timed out after 0.5 s",
+            "server side: reindex stopped by cancellation after ",
+            "stopped; server threads left: none",
         ],
     ),
     "flask_app.py": Example(
@@ -173,7 +183,7 @@ def test_call_with_timeout_survives_ctrl_c() -> None:
         proc.send_signal(signal.SIGINT)
         finished = proc.finish(LIMIT)
     assert finished.code == 130, finished.describe()
-    assert "interrupted: the call was cancelled on the server" in finished.stdout, finished.describe()
+    assert "interrupted: a cancellation was sent to the server" in finished.stdout, finished.describe()
     assert "server confirms: slow stopped by cancellation" in finished.stdout, finished.describe()
     assert "(reason: interrupted)" in finished.stdout, finished.describe()
     assert "Traceback" not in finished.stderr, finished.describe()
