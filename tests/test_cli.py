@@ -281,6 +281,16 @@ def test_a_server_command_that_does_not_exist() -> None:
     assert_one_line_error(mcp_sync("ping", "--", "/nonexistent/mcp-server"), 1, "mcp-sync: cannot start '/nonexistent/mcp-server': No such file or directory")
 
 
+def test_a_server_that_exits_at_once_shows_its_status_and_the_end_of_its_stderr() -> None:
+    crash = [PYTHON, "-c", "import sys; sys.stderr.write('starting\\nno config file found\\n'); sys.exit(3)"]
+    result = mcp_sync("tools", "--", *crash)
+    assert_one_line_error(result, 1, "mcp-sync: the peer closed the connection during the handshake")
+    assert "(the server exited with status 3); the end of its stderr:\n  starting\n  no config file found\n" in result.stderr, result.describe()
+    shown = mcp_sync("tools", "-v", "--", *crash)  # -v: the server's stderr went to ours as it came
+    assert shown.code == 1 and shown.stderr.startswith("starting\nno config file found\n"), shown.describe()
+    assert shown.stderr.rstrip().endswith("(its stderr is above)"), shown.describe()
+
+
 def test_an_unreachable_url_is_one_line() -> None:
     if importlib.util.find_spec("httpx") is None:
         pytest.skip("the http extra (httpx) is not installed")
