@@ -1,8 +1,9 @@
 """What ``mcp-sync`` prints: progress on stderr, and results on stdout.
 
 * :class:`ProgressDisplay` draws ``notifications/progress`` as a bar redrawn in place when
-  stderr is a terminal, and as one plain line per notification otherwise (a cron log or a
-  pipe stays readable); both show the time elapsed since the call was sent.
+  stderr is a terminal, and as plain lines otherwise -- at most one every
+  :data:`LINE_INTERVAL` seconds, and the last one when the call ends -- so a cron log or a
+  pipe stays readable; both show the time elapsed since the call was sent.
 * :func:`content_lines` renders MCP content blocks (tool results, prompt messages, resource
   contents) as text: text is printed as it is, binary data (images, audio, blobs) is
   summarised by type and size. ``--raw`` prints the JSON instead.
@@ -22,6 +23,9 @@ __all__ = ["ProgressDisplay", "content_lines", "describe_size", "print_json"]
 
 BAR_WIDTH = 30
 """Characters of the progress bar between its brackets."""
+LINE_INTERVAL = 1.0
+"""Least seconds between two progress lines when stderr is not a terminal (the latest
+notification in between is printed when the next line is due, or when the call ends)."""
 
 
 def print_json(value: Any, out: TextIO) -> None:
@@ -32,24 +36,36 @@ def print_json(value: Any, out: TextIO) -> None:
 class ProgressDisplay:
     """Shows progress of one call on ``stream`` (stderr).
 
-    On a terminal one line is redrawn in place (``\\r`` and erase-to-end-of-line) with a
-    bar when the server gives a ``total``; elsewhere each notification is a line of its own.
-    Call :meth:`finish` when the call ends, to end the redrawn line.
+    On a terminal one line is redrawn in place (``\\r`` and erase-to-end-of-line) for every
+    notification, with a bar when the server gives a ``total``. Elsewhere a notification
+    becomes a line of its own, at most one per ``line_interval`` seconds; the latest one
+    held back is printed by :meth:`finish`. Call :meth:`finish` when the call ends.
     """
 
-    def __init__(self, stream: TextIO, *, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self, stream: TextIO, *, clock: Callable[[], float] = time.monotonic, line_interval: float = LINE_INTERVAL
+    ) -> None:
         self.stream = stream
         self.terminal = _isatty(stream)
         self._clock = clock
         self._started = clock()
+        self._interval = line_interval
+        self._last_line: float | None = None
+        self._held: str | None = None
         self._drawn = False
 
     def __call__(self, progress: float, total: float | None, message: str | None) -> None:
-        elapsed = self._clock() - self._started
+        now = self._clock()
+        elapsed = now - self._started
         if self.terminal:
             self._draw(progress, total, message, elapsed)
         else:
-            self._line(progress, total, message, elapsed)
+            text = self._line(progress, total, message, elapsed)
+            if self._last_line is None or now - self._last_line >= self._interval:
+                self._last_line, self._held = now, None
+                self.stream.write(text + "\n")
+            else:
+                self._held = text
         self.stream.flush()
 
     def _draw(self, progress: float, total: float | None, message: str | None, elapsed: float) -> None:
@@ -66,21 +82,25 @@ class ProgressDisplay:
         self.stream.write("\r" + text[:width] + "\x1b[K")
         self._drawn = True
 
-    def _line(self, progress: float, total: float | None, message: str | None, elapsed: float) -> None:
+    @staticmethod
+    def _line(progress: float, total: float | None, message: str | None, elapsed: float) -> str:
         text = f"progress {progress:g}"
         if total:
             text += f"/{total:g} ({max(0.0, min(1.0, progress / total)) * 100:.0f}%)"
         text += f" after {elapsed:.1f} s"
         if message:
             text += f": {message}"
-        self.stream.write(text + "\n")
+        return text
 
     def finish(self) -> None:
-        """End the redrawn line (on a terminal), so what follows starts on a line of its own."""
+        """End the redrawn line (terminal), or print the progress line held back (elsewhere)."""
         if self._drawn:
             self.stream.write("\n")
-            self.stream.flush()
             self._drawn = False
+        if self._held is not None:
+            self.stream.write(self._held + "\n")
+            self._held = None
+        self.stream.flush()
 
 
 def _isatty(stream: TextIO) -> bool:
