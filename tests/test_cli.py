@@ -517,6 +517,29 @@ def test_check_cancel_checks_the_typescript_sdks_server_filesystem(tmp_path: Pat
     assert "8 passed, 1 warned, 0 failed" in result.stdout, result.describe()
 
 
+@pytest.mark.parametrize(("threads", "in_flight"), [(2, "FAIL"), (8, "PASS")])
+def test_check_cancel_explains_a_wsgi_server_with_too_few_threads(threads: int, in_flight: str) -> None:
+    """waitress with 2 threads: the client's GET stream holds one, the running call the
+    other, so the POST carrying the cancellation waits until the call is answered -- which
+    check-cancel reports with its hint. With 8 threads the same server passes."""
+    waitress = Path(sys.executable).with_name("waitress-serve")
+    if not waitress.exists():
+        pytest.skip("waitress (a test extra) is not installed")
+    argv = [str(waitress), "--listen=127.0.0.1:0", f"--threads={threads}", "--call", "mcp_sync.demo:server.wsgi_app"]
+    with Proc(argv) as server:
+        line = server.wait_for("stderr", "Serving on http://", LIMIT)
+        url = line.split("Serving on ", 1)[1].strip() + "/mcp"
+        result = mcp_sync("check-cancel", "--url", url, "--slow-tool", "slow", "--slow-args", '{"seconds": 1}', "--race-calls", "0")
+    rows = _rows(result.stdout)
+    status, detail = rows["in-flight cancel gets no response"]
+    assert status == in_flight, result.describe()
+    hinted = "a WSGI server with too few threads" in result.stdout.replace("\n", " ")
+    if in_flight == "FAIL":
+        assert result.code == 1 and "after the cancel" in detail and hinted, result.describe()
+    else:
+        assert result.code == 0 and not hinted, result.describe()
+
+
 def test_check_cancel_reports_a_server_that_dies() -> None:
     result = mcp_sync("check-cancel", "--", *BAD_SERVER, "--exit-on-cancel")
     assert result.code == 1, result.describe()
