@@ -15,7 +15,7 @@ A server is named either by a command after ``--`` (spawned, spoken to over stdi
 and arguments may come in any order before the ``--``. ``--timeout`` bounds each wait: the
 server's start and handshake, then each request (cancelled on expiry); ``--trace`` prints
 every JSON-RPC message on stderr (the ``mcp_sync.wire`` logger). The exit codes are in
-:data:`EXIT_CODES`.
+:data:`~mcp_sync.cli_parser.EXIT_CODES`.
 """
 
 from __future__ import annotations
@@ -50,19 +50,9 @@ from .client import Client
 from .errors import CapabilityError, ConnectionClosed, McpError, RequestTimeout
 from .wire import model_to_wire
 
-__all__ = [
-    "main",
-    "build_parser",
-    "parse_args",
-    "load_server",
-    "EXIT_OK",
-    "EXIT_ERROR",
-    "EXIT_USAGE",
-    "EXIT_TOOL_ERROR",
-    "EXIT_TIMEOUT",
-    "EXIT_INTERRUPTED",
-    "EXIT_CODES",
-]
+# the exit codes (EXIT_*), build_parser and parse_args live in cli_parser, load_server in
+# cli_serve; they are importable from here too
+__all__ = ["main", "COMMANDS", "HANDSHAKE_TIMEOUT", "CLOSE_GRACE", "ABANDON_GRACE", "STDERR_TAIL"]
 
 CLOSE_GRACE = 2.0
 """Seconds a spawned server has to exit after its stdin is closed, before SIGTERM."""
