@@ -33,7 +33,6 @@ from pydantic import BaseModel
 from .cancel import Cancelled
 from .cli_output import ProgressDisplay, content_lines, print_json
 from .cli_parser import (
-    EXIT_CODES,
     EXIT_ERROR,
     EXIT_INTERRUPTED,
     EXIT_OK,
@@ -42,16 +41,14 @@ from .cli_parser import (
     EXIT_USAGE,
     CommandError,
     UsageError,
-    build_parser,
     parse_args,
 )
-from .cli_serve import cmd_serve, load_server
+from .cli_serve import cmd_serve
 from .client import Client
 from .errors import CapabilityError, ConnectionClosed, McpError, RequestTimeout
 from .wire import model_to_wire
 
-# the exit codes (EXIT_*), build_parser and parse_args live in cli_parser, load_server in
-# cli_serve; they are importable from here too
+# the exit codes (EXIT_*) and the parser are in cli_parser, load_server in cli_serve
 __all__ = ["main", "COMMANDS", "HANDSHAKE_TIMEOUT", "CLOSE_GRACE", "ABANDON_GRACE", "STDERR_TAIL"]
 
 CLOSE_GRACE = 2.0
