@@ -206,12 +206,6 @@ def _as_wire(value: Any) -> Any:
     return model_to_wire(value, result=True) if isinstance(value, BaseModel) else value
 
 
-def _server_name(client: Client) -> str:
-    info = client.server_info
-    name = info.get("name") if isinstance(info, dict) else getattr(info, "name", None)
-    return str(name or "?")
-
-
 def _print_lines(blocks: Sequence[Any], out: TextIO) -> None:
     for block in blocks:
         for line in content_lines(_as_wire(block)):
@@ -237,7 +231,7 @@ def cmd_ping(options: argparse.Namespace, command: list[str]) -> int:
         start = time.perf_counter()
         client.ping(timeout=options.timeout)
         elapsed = (time.perf_counter() - start) * 1000
-        name = _server_name(client)
+        name = client.server_info.name
     print(f"pong from {name} in {elapsed:.2f} ms")
     return EXIT_OK
 

@@ -184,6 +184,12 @@ def test_a_tool_error_exits_3_not_2() -> None:
     assert "the tool fail reported an error (exit 3)" in result.stderr, result.describe()
 
 
+def test_invalid_arguments_are_a_tool_error_too() -> None:
+    result = mcp_sync("call", "echo", '{"text": 5}', "--", *CLI_SERVER)
+    assert result.code == 3, result.describe()
+    assert result.stdout.startswith("Invalid arguments for tool 'echo': text: "), result.describe()
+
+
 def test_call_timeout_exits_124_and_says_the_cancellation_was_sent() -> None:
     result = mcp_sync("call", "slow", '{"seconds": 30}', "--timeout", "3", "--", *DEMO_SERVER)
     assert result.code == 124, result.describe()
