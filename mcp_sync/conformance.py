@@ -26,13 +26,13 @@ from dataclasses import dataclass
 from typing import Any, Callable, Literal, Sequence, TextIO
 
 from .endpoint import Endpoint, PendingCall
-from .errors import McpError
+from .errors import ConnectionClosed, McpError
 from .jsonrpc import ErrorResponse, Response, decode
 from .session import LATEST_PROTOCOL_VERSION
 from .transports.base import Transport
 from .transports.subprocess import SubprocessTransport
 
-__all__ = ["CheckResult", "CancellationChecker", "run_checks", "ANSWERED_HINT", "INIT_TIMEOUT"]
+__all__ = ["CheckResult", "CancellationChecker", "ServerUnavailable", "run_checks", "ANSWERED_HINT", "INIT_TIMEOUT"]
 
 INIT_TIMEOUT = 30.0
 """Longest wait, in seconds, for a server to start and answer ``initialize``."""
@@ -48,6 +48,11 @@ ANSWERED_HINT = (
 """Printed under the table when a cancelled call was answered."""
 
 Status = Literal["PASS", "WARN", "FAIL"]
+
+
+class ServerUnavailable(ConnectionClosed):
+    """The server could not be started or reached, or closed the connection before sending
+    anything: there is nothing to check (no table is printed)."""
 
 
 @dataclass
@@ -218,23 +223,33 @@ class CancellationChecker:
         be initialized.
         """
         name = "cancelled initialize still completes"
-        endpoint = self.open()
+        try:
+            endpoint = self.open()
+        except OSError as exc:
+            raise ServerUnavailable(f"cannot start or reach the server: {exc}") from exc
         start = time.perf_counter()
         call = endpoint.submit("initialize", self._initialize_params())
-        endpoint.notify("notifications/cancelled", {"requestId": call.request_id, "reason": "conformance check"})
-        ping = endpoint.submit("ping", None, timeout=self.init_timeout)
-        end = time.monotonic() + self.init_timeout
         try:
-            ping.exception(timeout=self.init_timeout)  # an error answer shows it read the line too
+            endpoint.notify("notifications/cancelled", {"requestId": call.request_id, "reason": "conformance check"})
+            ping = endpoint.submit("ping", None, timeout=self.init_timeout)
+        except ConnectionClosed as exc:
+            raise self._unavailable(call, exc) from exc
+        end = time.monotonic() + self.init_timeout
+        error = ping.exception(timeout=self.init_timeout + 1)
+        ping_answered = error is None or isinstance(error, McpError)  # an error answer shows it read the line too
+        if ping_answered:
             end = min(end, time.monotonic() + self.grace)
-        except Exception:
-            pass  # no answer to ping either: initialize gets what is left of init_timeout
         try:
             result = call.result(timeout=max(0.0, end - time.monotonic()))
         except McpError as exc:
             dropped = f"answered with an error: {exc}"
         except TimeoutError:
-            dropped = "not answered (a ping sent after it was)" if ping.done() else "not answered (nor a ping)"
+            dropped = "not answered (a ping sent after it was)" if ping_answered else "not answered (nor a ping)"
+        except ConnectionClosed as exc:
+            if not self._recorder.mark():
+                raise self._unavailable(call, exc) from exc
+            self._add(name, False, f"no initialize result: {exc!r}")
+            return False
         except Exception as exc:
             self._add(name, False, f"no initialize result: {exc!r}")
             return False
@@ -251,6 +266,11 @@ class CancellationChecker:
             "initialize); the other checks run on a fresh connection",
         )
         return self._fresh_connection()
+
+    def _unavailable(self, call: PendingCall, closed: ConnectionClosed) -> ServerUnavailable:
+        """Why a server that never sent anything is not there (the first failure says best)."""
+        reason = call.exception(timeout=1) if call.done() else None
+        return ServerUnavailable(f"the server closed the connection before sending anything: {reason or closed}")
 
     def _fresh_connection(self) -> bool:
         endpoint = self.open()
@@ -384,7 +404,7 @@ class CancellationChecker:
     def run(self, slow_tool: str | None, slow_args: dict[str, Any], race_calls: int) -> list[CheckResult]:
         """Run every check; returns the results."""
         try:
-            if not self.check_initialize():
+            if not self.check_initialize():  # ServerUnavailable goes to the caller
                 return self.results
             self.check_unknown_id()
             self.check_completed()
@@ -393,6 +413,8 @@ class CancellationChecker:
                 duration = self.check_in_flight(slow_tool, slow_args)
                 if duration is not None and race_calls > 0:
                     self.check_race(slow_tool, slow_args, race_calls, duration)
+        except ServerUnavailable:
+            raise
         except Exception as exc:  # e.g. the server died: report it in the table, not instead of it
             self._add("the server keeps serving", False, f"the checks could not go on: {exc}")
         return self.results

@@ -546,6 +546,17 @@ def test_check_cancel_explains_a_wsgi_server_with_too_few_threads(threads: int, 
         assert result.code == 0 and not hinted, result.describe()
 
 
+def test_check_cancel_of_a_server_that_is_not_there_is_one_line_without_a_table() -> None:
+    missing = mcp_sync("check-cancel", "--", "/nonexistent/mcp-server")
+    assert_one_line_error(missing, 1, "mcp-sync: cannot start or reach the server: [Errno 2] No such file or directory")
+    assert "result" not in missing.stdout, missing.describe()
+    silent = mcp_sync("check-cancel", "--", PYTHON, "-c", "pass")  # exits at once, says nothing
+    assert_one_line_error(silent, 1, "mcp-sync: the server closed the connection before sending anything")
+    if importlib.util.find_spec("httpx") is not None:
+        refused = mcp_sync("check-cancel", "--url", "http://127.0.0.1:9/mcp")
+        assert_one_line_error(refused, 1, "before sending anything: HTTP POST to http://127.0.0.1:9/mcp failed")
+
+
 def test_check_cancel_reports_a_server_that_dies() -> None:
     result = mcp_sync("check-cancel", "--", *BAD_SERVER, "--exit-on-cancel")
     assert result.code == 1, result.describe()
