@@ -26,12 +26,10 @@ from __future__ import annotations
 import json
 import logging
 import secrets
-import socketserver
 import threading
 import time
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Sequence
 from urllib.parse import urlsplit
-from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 
 from .jsonrpc import (
     INVALID_REQUEST,
@@ -43,6 +41,7 @@ from .jsonrpc import (
     decode_object,
     encode,
 )
+from .http_server import HttpServerHandle, _QuietHandler, _ThreadingWSGIServer, serve_http  # noqa: F401  (re-exported)
 from .protocol import CANCELLED_METHOD as CANCELLED
 from .session import SUPPORTED_PROTOCOL_VERSIONS
 from .transports.http_session import HttpSessionTransport
@@ -377,72 +376,3 @@ def _json(start_response: StartResponse, status: str, data: bytes, headers: list
 
 def _jsonrpc_error(start_response: StartResponse, status: str, code: int, message: str, request_id: Any = None) -> list[bytes]:
     return _json(start_response, status, encode(ErrorResponse(request_id, code, message)))
-
-
-# -- a threaded server ----------------------------------------------------------------------------
-class _ThreadingWSGIServer(socketserver.ThreadingMixIn, WSGIServer):
-    daemon_threads = True
-    block_on_close = False
-    allow_reuse_address = True
-
-
-class _QuietHandler(WSGIRequestHandler):
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
-        _log.debug("%s - %s", self.address_string(), format % args)
-
-
-class HttpServerHandle:
-    """A running HTTP server (see :func:`serve_http`)."""
-
-    def __init__(self, httpd: _ThreadingWSGIServer, app: Any, thread: threading.Thread | None) -> None:
-        self._httpd = httpd
-        self.app = app
-        self._thread = thread
-        self._serving = thread is not None
-        host, port = httpd.server_address[:2]
-        self.host = str(host)
-        self.port = int(port)
-        path = getattr(app, "path", None) or "/mcp"
-        self.url = f"http://{self.host if ':' not in self.host else '[' + self.host + ']'}:{self.port}{path}"
-
-    def stop(self) -> None:
-        """Close every session (if the app is an :class:`McpWsgiApp`, or has ``close()``),
-        stop serving, and join the server thread. An MCP app mounted inside another WSGI
-        app (Flask, say) is closed by its owner: call its ``close()`` too."""
-        close = getattr(self.app, "close", None)
-        if callable(close):
-            close()
-        if self._serving:
-            self._httpd.shutdown()
-        self._httpd.server_close()
-        if self._thread is not None:
-            self._thread.join(5)
-
-    def serve_forever(self) -> None:
-        """Serve in this thread until :meth:`stop` (from another thread) or Ctrl-C."""
-        self._serving = True
-        self._httpd.serve_forever(poll_interval=0.1)
-
-    def __enter__(self) -> HttpServerHandle:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
-
-
-def serve_http(
-    app: McpWsgiApp | Callable[..., Iterable[bytes]],
-    host: str = "127.0.0.1",
-    port: int = 0,
-    *,
-    in_thread: bool = True,
-) -> HttpServerHandle:
-    """Serve ``app`` (an :class:`McpWsgiApp`, or any WSGI app that mounts one) with the
-    standard library's threaded WSGI server (one thread per connection). ``port=0`` picks a
-    free port; the handle's ``url`` says which. Binds to 127.0.0.1 unless told otherwise."""
-    httpd = make_server(host, port, app, server_class=_ThreadingWSGIServer, handler_class=_QuietHandler)
-    thread = None
-    if in_thread:
-        thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.1}, name="mcp_sync-http-server", daemon=True)
-        thread.start()
-    return HttpServerHandle(httpd, app, thread)
