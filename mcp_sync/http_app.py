@@ -41,6 +41,7 @@ from .jsonrpc import (
     decode_object,
     encode,
 )
+from .http_checks import HostAllowList, Refusal, check_content_type, read_body
 from .http_server import HttpServerHandle, _QuietHandler, _ThreadingWSGIServer, serve_http  # noqa: F401  (re-exported)
 from .protocol import CANCELLED_METHOD as CANCELLED
 from .session import SUPPORTED_PROTOCOL_VERSIONS
@@ -87,8 +88,15 @@ class McpWsgiApp:
         path: serve only this path (``None``: any path, as when mounted under a prefix).
         allowed_origins: ``Origin`` values allowed besides localhost ones; ``["*"]`` allows
             any origin. Requests without ``Origin`` (non-browser clients) are allowed.
+        allowed_hosts: check ``Host`` (421 when it is not allowed; a defence against DNS
+            rebinding): loopback names and these (``"name"``, ``"name:port"``; ``["*"]``:
+            any). ``None`` (the default): the app does not check ``Host`` itself -- it
+            cannot know where its server is bound, and behind a proxy ``Host`` is a public
+            name; :func:`serve_http` bound to loopback checks it for the app. Pass ``[]``
+            under another server bound to loopback to allow loopback names only.
         auth: an :data:`AuthHook` run before anything else.
-        max_body_bytes: larger POST bodies get 413.
+        max_body_bytes: larger POST bodies get 413 (with ``Content-Length`` or, under a
+            server that decodes chunked bodies, as soon as more arrived).
         json_response: answer requests with JSON instead of SSE.
         keepalive: seconds between keep-alive comments on idle SSE streams.
         replay: events kept per stream for ``Last-Event-ID`` resumption.
@@ -105,6 +113,7 @@ class McpWsgiApp:
         *,
         path: str | None = None,
         allowed_origins: Sequence[str] | None = None,
+        allowed_hosts: Sequence[str] | None = None,
         auth: AuthHook | None = None,
         max_body_bytes: int = 4 * 1024 * 1024,
         json_response: bool = False,
@@ -117,6 +126,8 @@ class McpWsgiApp:
         self.server = server
         self.path = path
         self.allowed_origins = set(allowed_origins or ())
+        self.allowed_hosts = None if allowed_hosts is None else list(allowed_hosts)
+        self._hosts = None if allowed_hosts is None else HostAllowList(allowed_hosts)
         self.auth = auth
         self.max_body_bytes = max_body_bytes
         self.json_response = json_response
@@ -195,7 +206,7 @@ class McpWsgiApp:
     def __call__(self, environ: dict, start_response: StartResponse) -> Iterable[bytes]:
         if self.path is not None and environ.get("PATH_INFO", "") not in (self.path, self.path.rstrip("/") + "/"):
             return _plain(start_response, "404 Not Found", "not found")
-        refusal = self._check_origin(environ) or self._check_auth(environ)
+        refusal = self._check_host(environ) or self._check_origin(environ) or self._check_auth(environ)
         if refusal is not None:
             return refusal(start_response)
         self._sweep()
@@ -207,6 +218,10 @@ class McpWsgiApp:
         if method == "DELETE":
             return self._delete(environ, start_response)
         return _plain(start_response, "405 Method Not Allowed", "use POST, GET or DELETE", [("Allow", "GET, POST, DELETE")])
+
+    def _check_host(self, environ: dict) -> Callable[[StartResponse], Iterable[bytes]] | None:
+        refusal = None if self._hosts is None else self._hosts.check(environ.get("HTTP_HOST"))
+        return None if refusal is None else _refuse(refusal)
 
     def _check_origin(self, environ: dict) -> Callable[[StartResponse], Iterable[bytes]] | None:
         origin = environ.get("HTTP_ORIGIN")
@@ -248,23 +263,17 @@ class McpWsgiApp:
         return entry, None
 
     def _post(self, environ: dict, start_response: StartResponse) -> Iterable[bytes]:
-        content_type = environ.get("CONTENT_TYPE", "")
-        if "application/json" not in content_type.lower():
-            return _plain(start_response, "415 Unsupported Media Type", "Content-Type must be application/json")
+        unsupported = check_content_type(environ.get("CONTENT_TYPE"))
+        if unsupported is not None:
+            return _refuse(unsupported)(start_response)
         accept = environ.get("HTTP_ACCEPT", "*/*").lower()
         wants_sse = "text/event-stream" in accept or "*/*" in accept
         wants_json = "application/json" in accept or "*/*" in accept
         if not wants_sse and not wants_json:
             return _plain(start_response, "406 Not Acceptable", "Accept must list application/json and text/event-stream")
-        try:
-            length = int(environ.get("CONTENT_LENGTH") or 0)
-        except ValueError:
-            length = -1
-        if length < 0:
-            return _plain(start_response, "411 Length Required", "a valid Content-Length is required")
-        if length > self.max_body_bytes:
-            return _plain(start_response, "413 Payload Too Large", f"the body exceeds {self.max_body_bytes} bytes")
-        body = environ["wsgi.input"].read(length) if length else b""
+        body = read_body(environ, self.max_body_bytes)
+        if isinstance(body, Refusal):
+            return _refuse(body)(start_response)
         try:
             parsed = json.loads(body)
         except (ValueError, UnicodeDecodeError):
@@ -360,6 +369,10 @@ class McpWsgiApp:
 
 def _sse_body(events: Iterator[bytes]) -> Iterator[bytes]:
     yield from events  # its first item, a priming event, sends the headers at once
+
+
+def _refuse(refusal: Refusal) -> Callable[[StartResponse], Iterable[bytes]]:
+    return lambda sr: _plain(sr, refusal.status, refusal.detail)
 
 
 def _plain(start_response: StartResponse, status: str, text: str, headers: list[tuple[str, str]] | None = None) -> list[bytes]:

@@ -13,6 +13,8 @@ and bounds what slow or numerous clients can hold:
 * ``max_connections``: at most :data:`DEFAULT_MAX_CONNECTIONS` connections are served at
   once; further ones wait, unaccepted, in the listen backlog until one ends (they are not
   refused: a waiting client is served late rather than failed);
+* bound to loopback, it answers only requests whose ``Host`` names this machine (421
+  otherwise), a defence against DNS rebinding: see ``allowed_hosts``.
 
 Production deployments run the app under waitress or gunicorn behind a buffering proxy
 (see the how-to *Run under gunicorn or waitress*).
@@ -21,13 +23,16 @@ Production deployments run the app under waitress or gunicorn behind a buffering
 from __future__ import annotations
 
 import io
+import ipaddress
 import logging
 import socket
 import socketserver
 import threading
 import time
-from typing import TYPE_CHECKING, Any, Callable, Iterable
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence
 from wsgiref.simple_server import WSGIRequestHandler, WSGIServer
+
+from .http_checks import HostAllowList
 
 if TYPE_CHECKING:  # pragma: no cover
     from .http_app import McpWsgiApp
@@ -167,6 +172,31 @@ class _QuietHandler(WSGIRequestHandler):
         _log.debug("%s - %s", self.address_string(), format % args)
 
 
+class _HostGuard:
+    """A WSGI middleware that answers 421 to a request whose ``Host`` is not allowed."""
+
+    def __init__(self, app: WsgiApp, hosts: HostAllowList) -> None:
+        self.app = app
+        self.hosts = hosts
+
+    def __call__(self, environ: dict, start_response: StartResponse) -> Iterable[bytes]:
+        refusal = self.hosts.check(environ.get("HTTP_HOST"))
+        if refusal is None:
+            return self.app(environ, start_response)
+        body = refusal.detail.encode()
+        start_response(refusal.status, [("Content-Type", "text/plain; charset=utf-8"), ("Content-Length", str(len(body)))])
+        return [body]
+
+
+def _is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
 class HttpServerHandle:
     """A running HTTP server (see :func:`serve_http`)."""
 
@@ -230,6 +260,7 @@ def serve_http(
     backlog: int = DEFAULT_BACKLOG,
     read_timeout: float = DEFAULT_READ_TIMEOUT,
     max_connections: int = DEFAULT_MAX_CONNECTIONS,
+    allowed_hosts: Sequence[str] | None = None,
 ) -> HttpServerHandle:
     """Serve ``app`` (an :class:`McpWsgiApp`, or any WSGI app that mounts one) with the
     standard library's threaded WSGI server (one thread per connection). ``port=0`` picks a
@@ -239,11 +270,26 @@ def serve_http(
         backlog: connections the kernel queues before they are accepted.
         read_timeout: seconds a connection has to send its whole request; then it is closed.
         max_connections: connections served at once; more wait in the backlog.
+        allowed_hosts: bound to a loopback address, the server answers only requests whose
+            ``Host`` is a loopback name, the bound address, one of these, or one of the
+            app's own ``allowed_hosts`` (421 otherwise; ``["*"]`` turns the check off).
+            Bound elsewhere, ``Host`` is left to the app.
     """
     httpd = _ThreadingWSGIServer(
         (host, port), _QuietHandler, backlog=backlog, read_timeout=read_timeout, max_connections=max_connections
     )
-    httpd.set_app(app)
+    try:
+        if _is_loopback(host):
+            own = getattr(app, "allowed_hosts", None)
+            bound = str(httpd.server_address[0])
+            bound_name = f"[{bound}]" if ":" in bound else bound
+            hosts = HostAllowList([bound_name, *(allowed_hosts or ()), *(own or ())])
+            httpd.set_app(app if hosts.any_host else _HostGuard(app, hosts))
+        else:
+            httpd.set_app(app)
+    except BaseException:
+        httpd.server_close()
+        raise
     thread = None
     if in_thread:
         thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.1}, name="mcp_sync-http-server", daemon=True)
