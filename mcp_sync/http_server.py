@@ -136,19 +136,24 @@ class _ThreadingWSGIServer(socketserver.ThreadingMixIn, WSGIServer):
             self.peak_connections = max(self.peak_connections, self.active_connections)
         return request
 
-    def close_request(self, request: Any) -> None:
-        try:
-            super().close_request(request)
-        finally:  # called exactly once for every request get_request returned
-            with self._count_lock:
-                self.active_connections -= 1
-            self._slots.release()
-
     def process_request(self, request: Any, client_address: Any) -> None:
-        thread = threading.Thread(
-            target=self.process_request_thread, args=(request, client_address), name=CONNECTION_THREAD_NAME, daemon=True
-        )
-        thread.start()
+        thread = threading.Thread(target=self._serve_connection, args=(request, client_address), name=CONNECTION_THREAD_NAME, daemon=True)
+        try:
+            thread.start()
+        except BaseException:
+            self._free_slot()  # socketserver closes the request
+            raise
+
+    def _serve_connection(self, request: Any, client_address: Any) -> None:
+        try:
+            self.process_request_thread(request, client_address)  # closes the request
+        finally:  # the slot is free only when the thread is done with it
+            self._free_slot()
+
+    def _free_slot(self) -> None:
+        with self._count_lock:
+            self.active_connections -= 1
+        self._slots.release()
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         _log.debug("HTTP connection from %s failed", client_address, exc_info=True)
