@@ -131,6 +131,23 @@ def test_clients_trickling_their_request_are_closed_after_the_read_timeout(probe
         wait_until(lambda: len(connection_threads()) == baseline, "the connection threads to end")
 
 
+def test_a_body_that_stops_arriving_is_answered_408_after_the_read_timeout(probe):
+    """The deadline covers the body too: headers in time, then a body that never completes."""
+    app = McpWsgiApp(make_server(probe), path="/mcp")
+    with serve_http(app, "127.0.0.1", 0, read_timeout=0.5) as handle:
+        with socket.create_connection((handle.host, handle.port), timeout=WAIT) as sock:
+            head = (
+                "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+                "Accept: application/json\r\nContent-Length: 100\r\n\r\n"
+            )
+            sock.sendall(head.encode() + b'{"jsonrpc": "2.0", ')
+            answer = b""
+            while chunk := sock.recv(65536):  # bounded by the socket's timeout (WAIT)
+                answer += chunk
+        assert answer.split(b"\r\n", 1)[0].split()[1:2] == [b"408"], answer[:100]
+        assert not app.sessions()
+
+
 def test_long_lived_response_streams_outlive_the_read_timeout(probe, serve, raw):
     """The read timeout bounds how long a request takes to arrive, not how long its answer
     (an SSE stream that may be idle for minutes) stays open."""
