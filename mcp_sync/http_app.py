@@ -15,7 +15,8 @@ at a path, or run it with any threaded WSGI server (gunicorn with threads, waitr
 * ``DELETE`` ends the session (its running handlers are cancelled).
 * ``Mcp-Session-Id`` is issued at ``initialize`` (cryptographically random); an unknown or
   ended session gets 404, a missing one 400. ``MCP-Protocol-Version`` must be one we speak.
-* ``Origin`` is validated (403): localhost origins are allowed by default.
+* ``Origin`` is validated (403): localhost origins are allowed by default. ``Host`` is
+  checked (421) when ``allowed_hosts`` is given, and by :func:`serve_http` bound to loopback.
 * A POSTed ``notifications/cancelled`` cancels the request in *that session only*: the
   handler's token fires and the request's stream ends with no response. A client that
   disconnects does not cancel anything (2025-11-25), and leaks nothing.
