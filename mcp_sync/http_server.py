@@ -27,6 +27,7 @@ import ipaddress
 import logging
 import socket
 import socketserver
+import sys
 import threading
 import time
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence
@@ -156,7 +157,11 @@ class _ThreadingWSGIServer(socketserver.ThreadingMixIn, WSGIServer):
         self._slots.release()
 
     def handle_error(self, request: Any, client_address: Any) -> None:
-        _log.debug("HTTP connection from %s failed", client_address, exc_info=True)
+        # a client that went away or timed out is routine; anything else is a bug to see
+        if isinstance(sys.exc_info()[1], OSError):
+            _log.debug("HTTP connection from %s failed", client_address, exc_info=True)
+        else:
+            _log.exception("HTTP connection from %s failed", client_address)
 
 
 class _QuietHandler(WSGIRequestHandler):

@@ -7,6 +7,7 @@ timeout), and more slow clients than the server takes at once (the connection ca
 
 from __future__ import annotations
 
+import logging
 import select
 import socket
 import threading
@@ -119,7 +120,8 @@ def test_the_backlog_is_configurable_and_large_by_default(probe):
 
 
 # -- slow clients: the read timeout ----------------------------------------------------------------
-def test_clients_trickling_their_request_are_closed_after_the_read_timeout(probe, trickle):
+def test_clients_trickling_their_request_are_closed_after_the_read_timeout(probe, trickle, caplog):
+    caplog.set_level(logging.DEBUG, logger="mcp_sync.http")
     baseline = len(connection_threads())
     app = McpWsgiApp(make_server(probe), path="/mcp")
     with serve_http(app, "127.0.0.1", 0, read_timeout=1.0) as handle:
@@ -129,6 +131,10 @@ def test_clients_trickling_their_request_are_closed_after_the_read_timeout(probe
         wait_until(slow.all_closed_by_server, "the server to close every trickling connection")
         wait_until(lambda: handle.active_connections == 0, "every connection slot to be free again")
         wait_until(lambda: len(connection_threads()) == baseline, "the connection threads to end")
+    # routine for a server: logged at debug level, with no traceback above it
+    timeouts = [r for r in caplog.records if "read timeout" in r.getMessage()]
+    assert len(timeouts) == 8 and all(r.levelno == logging.DEBUG for r in timeouts), timeouts
+    assert not [r for r in caplog.records if r.levelno >= logging.WARNING]
 
 
 def test_a_body_that_stops_arriving_is_answered_408_after_the_read_timeout(probe):
