@@ -2,7 +2,8 @@
 
 :class:`McpWsgiApp` is a plain WSGI application: mount it in Flask (or any WSGI framework)
 at a path, or run it with any threaded WSGI server (gunicorn with threads, waitress, or
-:func:`serve_http`, the standard library's ``wsgiref`` with one thread per connection).
+:func:`~mcp_sync.http_server.serve_http`, the standard library's ``wsgiref`` with one
+thread per connection, which this module re-exports).
 
 * ``POST`` carries one JSON-RPC message. A request is answered with an SSE stream (or with
   JSON when the client accepts only JSON) that ends with the response; notifications and
@@ -16,7 +17,8 @@ at a path, or run it with any threaded WSGI server (gunicorn with threads, waitr
 * ``Mcp-Session-Id`` is issued at ``initialize`` (cryptographically random); an unknown or
   ended session gets 404, a missing one 400. ``MCP-Protocol-Version`` must be one we speak.
 * ``Origin`` is validated (403): localhost origins are allowed by default. ``Host`` is
-  checked (421) when ``allowed_hosts`` is given, and by :func:`serve_http` bound to loopback.
+  checked (421) when ``allowed_hosts`` is given, and by
+  :func:`~mcp_sync.http_server.serve_http` bound to loopback.
 * A POSTed ``notifications/cancelled`` cancels the request in *that session only*: the
   handler's token fires and the request's stream ends with no response. A client that
   disconnects does not cancel anything (2025-11-25), and leaks nothing.
@@ -93,8 +95,9 @@ class McpWsgiApp:
             rebinding): loopback names and these (``"name"``, ``"name:port"``; ``["*"]``:
             any). ``None`` (the default): the app does not check ``Host`` itself -- it
             cannot know where its server is bound, and behind a proxy ``Host`` is a public
-            name; :func:`serve_http` bound to loopback checks it for the app. Pass ``[]``
-            under another server bound to loopback to allow loopback names only.
+            name; :func:`~mcp_sync.http_server.serve_http` bound to loopback checks it for
+            the app. Pass ``[]`` under another server bound to loopback to allow loopback
+            names only.
         auth: an :data:`AuthHook` run before anything else.
         max_body_bytes: larger POST bodies get 413 (with ``Content-Length`` or, under a
             server that decodes chunked bodies, as soon as more arrived).
