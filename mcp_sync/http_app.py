@@ -2,7 +2,8 @@
 
 :class:`McpWsgiApp` is a plain WSGI application: mount it in Flask (or any WSGI framework)
 at a path, or run it with any threaded WSGI server (gunicorn with threads, waitress, or
-:func:`serve_http`, the standard library's ``wsgiref`` with one thread per connection).
+:func:`~mcp_sync.http_server.serve_http`, the standard library's ``wsgiref`` with one
+thread per connection, which this module re-exports).
 
 * ``POST`` carries one JSON-RPC message. A request is answered with an SSE stream (or with
   JSON when the client accepts only JSON) that ends with the response; notifications and
@@ -15,7 +16,9 @@ at a path, or run it with any threaded WSGI server (gunicorn with threads, waitr
 * ``DELETE`` ends the session (its running handlers are cancelled).
 * ``Mcp-Session-Id`` is issued at ``initialize`` (cryptographically random); an unknown or
   ended session gets 404, a missing one 400. ``MCP-Protocol-Version`` must be one we speak.
-* ``Origin`` is validated (403): localhost origins are allowed by default.
+* ``Origin`` is validated (403): localhost origins are allowed by default. ``Host`` is
+  checked (421) when ``allowed_hosts`` is given, and by
+  :func:`~mcp_sync.http_server.serve_http` bound to loopback.
 * A POSTed ``notifications/cancelled`` cancels the request in *that session only*: the
   handler's token fires and the request's stream ends with no response. A client that
   disconnects does not cancel anything (2025-11-25), and leaks nothing.
@@ -26,12 +29,10 @@ from __future__ import annotations
 import json
 import logging
 import secrets
-import socketserver
 import threading
 import time
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Sequence
 from urllib.parse import urlsplit
-from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 
 from .jsonrpc import (
     INVALID_REQUEST,
@@ -43,6 +44,8 @@ from .jsonrpc import (
     decode_object,
     encode,
 )
+from .http_checks import HostAllowList, Refusal, check_content_type, read_body
+from .http_server import HttpServerHandle, _QuietHandler, _ThreadingWSGIServer, serve_http  # noqa: F401  (re-exported)
 from .protocol import CANCELLED_METHOD as CANCELLED
 from .session import SUPPORTED_PROTOCOL_VERSIONS
 from .transports.http_session import HttpSessionTransport
@@ -88,8 +91,16 @@ class McpWsgiApp:
         path: serve only this path (``None``: any path, as when mounted under a prefix).
         allowed_origins: ``Origin`` values allowed besides localhost ones; ``["*"]`` allows
             any origin. Requests without ``Origin`` (non-browser clients) are allowed.
+        allowed_hosts: check ``Host`` (421 when it is not allowed; a defence against DNS
+            rebinding): loopback names and these (``"name"``, ``"name:port"``; ``["*"]``:
+            any). ``None`` (the default): the app does not check ``Host`` itself -- it
+            cannot know where its server is bound, and behind a proxy ``Host`` is a public
+            name; :func:`~mcp_sync.http_server.serve_http` bound to loopback checks it for
+            the app. Pass ``[]`` under another server bound to loopback to allow loopback
+            names only.
         auth: an :data:`AuthHook` run before anything else.
-        max_body_bytes: larger POST bodies get 413.
+        max_body_bytes: larger POST bodies get 413 (with ``Content-Length`` or, under a
+            server that decodes chunked bodies, as soon as more arrived).
         json_response: answer requests with JSON instead of SSE.
         keepalive: seconds between keep-alive comments on idle SSE streams.
         replay: events kept per stream for ``Last-Event-ID`` resumption.
@@ -106,6 +117,7 @@ class McpWsgiApp:
         *,
         path: str | None = None,
         allowed_origins: Sequence[str] | None = None,
+        allowed_hosts: Sequence[str] | None = None,
         auth: AuthHook | None = None,
         max_body_bytes: int = 4 * 1024 * 1024,
         json_response: bool = False,
@@ -118,6 +130,8 @@ class McpWsgiApp:
         self.server = server
         self.path = path
         self.allowed_origins = set(allowed_origins or ())
+        self.allowed_hosts = None if allowed_hosts is None else list(allowed_hosts)
+        self._hosts = None if allowed_hosts is None else HostAllowList(allowed_hosts)
         self.auth = auth
         self.max_body_bytes = max_body_bytes
         self.json_response = json_response
@@ -196,7 +210,7 @@ class McpWsgiApp:
     def __call__(self, environ: dict, start_response: StartResponse) -> Iterable[bytes]:
         if self.path is not None and environ.get("PATH_INFO", "") not in (self.path, self.path.rstrip("/") + "/"):
             return _plain(start_response, "404 Not Found", "not found")
-        refusal = self._check_origin(environ) or self._check_auth(environ)
+        refusal = self._check_host(environ) or self._check_origin(environ) or self._check_auth(environ)
         if refusal is not None:
             return refusal(start_response)
         self._sweep()
@@ -208,6 +222,10 @@ class McpWsgiApp:
         if method == "DELETE":
             return self._delete(environ, start_response)
         return _plain(start_response, "405 Method Not Allowed", "use POST, GET or DELETE", [("Allow", "GET, POST, DELETE")])
+
+    def _check_host(self, environ: dict) -> Callable[[StartResponse], Iterable[bytes]] | None:
+        refusal = None if self._hosts is None else self._hosts.check(environ.get("HTTP_HOST"))
+        return None if refusal is None else _refuse(refusal)
 
     def _check_origin(self, environ: dict) -> Callable[[StartResponse], Iterable[bytes]] | None:
         origin = environ.get("HTTP_ORIGIN")
@@ -249,23 +267,17 @@ class McpWsgiApp:
         return entry, None
 
     def _post(self, environ: dict, start_response: StartResponse) -> Iterable[bytes]:
-        content_type = environ.get("CONTENT_TYPE", "")
-        if "application/json" not in content_type.lower():
-            return _plain(start_response, "415 Unsupported Media Type", "Content-Type must be application/json")
+        unsupported = check_content_type(environ.get("CONTENT_TYPE"))
+        if unsupported is not None:
+            return _refuse(unsupported)(start_response)
         accept = environ.get("HTTP_ACCEPT", "*/*").lower()
         wants_sse = "text/event-stream" in accept or "*/*" in accept
         wants_json = "application/json" in accept or "*/*" in accept
         if not wants_sse and not wants_json:
             return _plain(start_response, "406 Not Acceptable", "Accept must list application/json and text/event-stream")
-        try:
-            length = int(environ.get("CONTENT_LENGTH") or 0)
-        except ValueError:
-            length = -1
-        if length < 0:
-            return _plain(start_response, "411 Length Required", "a valid Content-Length is required")
-        if length > self.max_body_bytes:
-            return _plain(start_response, "413 Payload Too Large", f"the body exceeds {self.max_body_bytes} bytes")
-        body = environ["wsgi.input"].read(length) if length else b""
+        body = read_body(environ, self.max_body_bytes)
+        if isinstance(body, Refusal):
+            return _refuse(body)(start_response)
         try:
             parsed = json.loads(body)
         except (ValueError, UnicodeDecodeError):
@@ -363,6 +375,10 @@ def _sse_body(events: Iterator[bytes]) -> Iterator[bytes]:
     yield from events  # its first item, a priming event, sends the headers at once
 
 
+def _refuse(refusal: Refusal) -> Callable[[StartResponse], Iterable[bytes]]:
+    return lambda sr: _plain(sr, refusal.status, refusal.detail)
+
+
 def _plain(start_response: StartResponse, status: str, text: str, headers: list[tuple[str, str]] | None = None) -> list[bytes]:
     body = text.encode()
     start_response(status, [("Content-Type", "text/plain; charset=utf-8"), ("Content-Length", str(len(body))), *(headers or [])])
@@ -377,72 +393,3 @@ def _json(start_response: StartResponse, status: str, data: bytes, headers: list
 
 def _jsonrpc_error(start_response: StartResponse, status: str, code: int, message: str, request_id: Any = None) -> list[bytes]:
     return _json(start_response, status, encode(ErrorResponse(request_id, code, message)))
-
-
-# -- a threaded server ----------------------------------------------------------------------------
-class _ThreadingWSGIServer(socketserver.ThreadingMixIn, WSGIServer):
-    daemon_threads = True
-    block_on_close = False
-    allow_reuse_address = True
-
-
-class _QuietHandler(WSGIRequestHandler):
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
-        _log.debug("%s - %s", self.address_string(), format % args)
-
-
-class HttpServerHandle:
-    """A running HTTP server (see :func:`serve_http`)."""
-
-    def __init__(self, httpd: _ThreadingWSGIServer, app: Any, thread: threading.Thread | None) -> None:
-        self._httpd = httpd
-        self.app = app
-        self._thread = thread
-        self._serving = thread is not None
-        host, port = httpd.server_address[:2]
-        self.host = str(host)
-        self.port = int(port)
-        path = getattr(app, "path", None) or "/mcp"
-        self.url = f"http://{self.host if ':' not in self.host else '[' + self.host + ']'}:{self.port}{path}"
-
-    def stop(self) -> None:
-        """Close every session (if the app is an :class:`McpWsgiApp`, or has ``close()``),
-        stop serving, and join the server thread. An MCP app mounted inside another WSGI
-        app (Flask, say) is closed by its owner: call its ``close()`` too."""
-        close = getattr(self.app, "close", None)
-        if callable(close):
-            close()
-        if self._serving:
-            self._httpd.shutdown()
-        self._httpd.server_close()
-        if self._thread is not None:
-            self._thread.join(5)
-
-    def serve_forever(self) -> None:
-        """Serve in this thread until :meth:`stop` (from another thread) or Ctrl-C."""
-        self._serving = True
-        self._httpd.serve_forever(poll_interval=0.1)
-
-    def __enter__(self) -> HttpServerHandle:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
-
-
-def serve_http(
-    app: McpWsgiApp | Callable[..., Iterable[bytes]],
-    host: str = "127.0.0.1",
-    port: int = 0,
-    *,
-    in_thread: bool = True,
-) -> HttpServerHandle:
-    """Serve ``app`` (an :class:`McpWsgiApp`, or any WSGI app that mounts one) with the
-    standard library's threaded WSGI server (one thread per connection). ``port=0`` picks a
-    free port; the handle's ``url`` says which. Binds to 127.0.0.1 unless told otherwise."""
-    httpd = make_server(host, port, app, server_class=_ThreadingWSGIServer, handler_class=_QuietHandler)
-    thread = None
-    if in_thread:
-        thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.1}, name="mcp_sync-http-server", daemon=True)
-        thread.start()
-    return HttpServerHandle(httpd, app, thread)

@@ -479,10 +479,13 @@ class Server:
 
     def serve_http(self, host: str = "127.0.0.1", port: int = 0, *, path: str = "/mcp", **options: Any) -> HttpServerHandle:
         """Serve Streamable HTTP in a background thread (standard-library threaded WSGI
-        server); returns a handle with ``url`` and ``stop()``. ``port=0`` picks a free port."""
-        from .http_app import serve_http
+        server); returns a handle with ``url`` and ``stop()``. ``port=0`` picks a free port.
+        The options of :func:`~mcp_sync.http_server.serve_http` (``backlog``,
+        ``read_timeout``, ``max_connections``) go to the server, the others to the app."""
+        from .http_server import SERVER_OPTIONS, serve_http
 
-        return serve_http(self.wsgi_app(path=path, **options), host, port)
+        server_options = {name: options.pop(name) for name in SERVER_OPTIONS if name in options}
+        return serve_http(self.wsgi_app(path=path, **options), host, port, **server_options)
 
     def run(
         self,

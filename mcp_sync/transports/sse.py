@@ -14,7 +14,11 @@ import time
 from collections import deque
 from typing import Iterator
 
-__all__ = ["EventStream", "SseParser", "format_event", "parse_event_id"]
+__all__ = ["EventStream", "MAX_EVENT_NUMBER_DIGITS", "SseParser", "format_event", "parse_event_id"]
+
+MAX_EVENT_NUMBER_DIGITS = 18
+"""The longest event number :func:`parse_event_id` accepts (a stream would need 10**18
+events to get there): ``Last-Event-ID`` is a header any client can craft."""
 
 
 def format_event(event_id: str, data: bytes) -> bytes:
@@ -23,9 +27,14 @@ def format_event(event_id: str, data: bytes) -> bytes:
 
 
 def parse_event_id(value: str) -> tuple[str, int] | None:
-    """Split ``"<stream>:<n>"``; ``None`` if it is not an id this module made."""
+    """Split ``"<stream>:<n>"``; ``None`` if it is not an id this module made.
+
+    ``value`` comes from a client (``Last-Event-ID``): anything else -- non-ASCII digits
+    such as ``"\u00b2"``, signs, underscores, more than :data:`MAX_EVENT_NUMBER_DIGITS`
+    digits, an empty stream name -- is ``None``, never an exception.
+    """
     stream, sep, number = value.rpartition(":")
-    if not sep or not number.isdigit():
+    if not sep or not stream or not (number.isascii() and number.isdigit()) or len(number) > MAX_EVENT_NUMBER_DIGITS:
         return None
     return stream, int(number)
 
