@@ -35,7 +35,7 @@ from mcp_sync import (
     Server,
 )
 from mcp_sync.jsonrpc import id_key
-from mcp_sync.transports.http_client import HttpClientTransport, HttpError, SessionEnded
+from mcp_sync.transports.http_client import HttpClientTransport, HttpError, ReconnectPolicy, SessionEnded
 
 
 def full_server(probe: Probe, **options: Any) -> Server:
@@ -292,7 +292,7 @@ def test_close_sends_delete(served, raw):
 
 def test_server_stop_fails_pending_calls(probe, serve):
     handle = serve(make_server(probe))
-    client = Client.connect(HttpClientTransport(handle.url, reconnect_delay=0.05))
+    client = Client.connect(HttpClientTransport(handle.url, reconnect=ReconnectPolicy(delay=0.05)))
     try:
         future = client.call_tool_future("gated", {"tag": "s"})
         assert probe.started("s").wait(WAIT)
@@ -361,7 +361,7 @@ def test_close_does_not_hang_on_a_server_that_stopped_answering():
     thread = threading.Thread(target=fake_server, name="mute-server")
     thread.start()
     try:
-        client = Client.http(f"http://127.0.0.1:{port}/mcp", connect_timeout=WAIT)
+        client = Client.http(f"http://127.0.0.1:{port}/mcp", connect_timeout=WAIT, open_get_stream=True)
         assert silent.wait(WAIT)  # the GET stream is open, and silent
         closer = threading.Thread(target=client.close, name="closer")
         closer.start()
