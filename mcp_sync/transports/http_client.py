@@ -87,10 +87,12 @@ class SessionEnded(HttpError):
     """The server answered 404 for our session: it ended (or never existed)."""
 
 
-class RequestNotSent(ConnectionError):
+class RequestNotSent(ConnectionClosed):
     """This request never reached the server (connection refused, or reset before its body
-    was sent): the server did not run it, so it is safe to send again. The connection
-    stays up."""
+    was sent): the server did not run it, so it is safe to send again. Unlike other
+    :class:`~mcp_sync.errors.ConnectionClosed` errors, only this call failed: the
+    connection stays up (code that catches ``ConnectionClosed`` for an unreachable server
+    still catches it)."""
 
 
 class ResponseTooLarge(Exception):

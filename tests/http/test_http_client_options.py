@@ -17,7 +17,7 @@ import pytest
 
 from http_support import WAIT, Probe, make_server
 
-from mcp_sync import Client, McpError
+from mcp_sync import Client, ConnectionClosed, McpError
 from mcp_sync.http_app import serve_http
 from mcp_sync.transports.http_client import HttpClientTransport, ReconnectPolicy, RequestNotSent
 
@@ -184,3 +184,13 @@ def test_no_certificate_bundle_is_loaded_for_http_urls(monkeypatch):
     assert loads == []
     HttpClientTransport("https://127.0.0.1:1/mcp").close()
     assert loads, "an https:// client must load the CA bundle (the check above would prove nothing)"
+
+
+def test_an_unreachable_server_still_fails_the_connect_with_connection_closed():
+    listener = __import__("socket").socket()
+    listener.bind(("127.0.0.1", 0))
+    port = listener.getsockname()[1]
+    listener.close()  # nothing listens there
+    with pytest.raises(ConnectionClosed) as info:
+        Client.http(f"http://127.0.0.1:{port}/mcp", init_timeout=WAIT)
+    assert isinstance(info.value, RequestNotSent), repr(info.value)

@@ -185,3 +185,29 @@ def test_an_oversize_event_on_the_get_stream_is_skipped_by_resuming_after_it(hos
         with app.lock:
             assert app.gets[:2] == [None, "s:1"]
         assert client.call_tool("echo", {}, timeout=WAIT).content[0].text == "fine"
+
+
+# -- the parser, without I/O -----------------------------------------------------------------------
+def test_parser_splits_any_line_ending_across_chunks():
+    from mcp_sync.transports.sse import SseParser
+
+    parser = SseParser(1024)
+    stream = b"id: a\r\ndata: one\r\rretry: 250\ndata: two\r\n\r\n: comment\nid: b\ndata: x\ndata: y\n\n"
+    events = [event for i in range(len(stream)) for event in parser.feed_bytes(stream[i : i + 1])]  # one byte at a time
+    assert events == [("a", "message", "one"), ("a", "message", "two"), ("b", "message", "x\ny")]
+    assert parser.retry_ms == 250 and parser.last_event_id == "b"
+
+
+def test_parser_drops_an_oversize_event_whose_id_comes_last_and_goes_on():
+    from mcp_sync.transports.sse import Oversize, SseParser
+
+    parser = SseParser(100)
+    out = parser.feed_bytes(b"data: " + b"z" * 60)
+    assert out == []
+    out = parser.feed_bytes(b"z" * 60)  # over the limit, in the middle of a line
+    assert len(out) == 1 and isinstance(out[0], Oversize) and not out[0].id_known
+    assert parser._partial_size == 0 and parser._data == []  # nothing of it is kept
+    for _ in range(1000):  # the rest of the huge line streams through, costing nothing
+        assert parser.feed_bytes(b"z" * 4096) == []
+    out = parser.feed_bytes(b"\nid: big\n\nid: next\ndata: fine\n\n")
+    assert out == [("next", "message", "fine")]
