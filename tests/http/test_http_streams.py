@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import socket
+import struct
 import threading
 from typing import Any, Callable, Iterator
 
@@ -24,7 +25,7 @@ from mcp_helpers import wait_until
 
 from mcp_sync import Client
 from mcp_sync.http_app import McpWsgiApp
-from mcp_sync.transports.http_client import ReconnectPolicy
+from mcp_sync.transports.http_client import ReconnectPolicy, RequestNotSent
 from mcp_sync.transports.http_session import EARLY_CANCELS, HttpSessionTransport
 from mcp_sync.transports.sse import EventStream
 
@@ -153,18 +154,33 @@ def test_idle_clients_do_not_lock_others_out_of_a_small_waitress(probe):
     the others are told 503 and wait; a seventh client still gets its calls through, and a
     client without notification handlers opens no stream at all."""
     app = make_server(probe).wsgi_app(path="/mcp", max_standalone_streams=2, stream_retry=0.05)
-    url, stop = run_waitress(app, threads=4)
+    opened: list[str] = []  # sessions whose GET got a stream, in order
+    refused: list[str] = []  # ... and whose GET got 503
+
+    def record(environ: dict, start_response: Any) -> Any:
+        def recording_start_response(status: str, headers: Any, exc_info: Any = None) -> Any:
+            if environ["REQUEST_METHOD"] == "GET":
+                (opened if status.startswith("200") else refused if status.startswith("503") else []).append(environ.get("HTTP_MCP_SESSION_ID", ""))
+            return start_response(status, headers, exc_info)
+
+        return app(environ, recording_start_response)
+
+    url, stop = run_waitress(record, threads=4)
     clients: list[Client] = []
     try:
         for _ in range(6):
             clients.append(Client.http(url, on_notification=lambda m, p: None, init_timeout=WAIT))
-        wait_until(lambda: app.standalone_streams == 2, "two GET streams to open")
+        wait_until(lambda: app.standalone_streams == 2 and len(set(refused)) == 4, "two GET streams to open, four to be refused")
+        holders = set(opened)
         with Client.http(url, init_timeout=WAIT) as other:
             assert other.call_tool("echo", {"text": "through"}, timeout=WAIT).content[0].text == "through"
             assert other.transport._get_started is False  # nothing to receive: no GET stream
             assert app.standalone_streams == 2
-        clients.pop(0).close()  # frees a slot: one of the waiting clients takes it
-        wait_until(lambda: app.standalone_streams == 2, "a waiting client to take the free slot")
+        holder = next(c for c in clients if c.transport.session_id in holders)
+        clients.remove(holder)
+        holder.close()  # frees a slot: one of the waiting clients takes it (503, then retry)
+        wait_until(lambda: set(opened) - holders, "a waiting client to take the free slot")
+        assert set(opened) - holders <= set(refused)
         for client in clients:
             assert client.call_tool("echo", {"text": "ok"}, timeout=WAIT).content[0].text == "ok"
     finally:
@@ -261,23 +277,59 @@ def test_early_cancels_are_bounded_and_only_for_requests_not_yet_received():
     assert transport.cancel_arrived(True, b"bad id") is True  # not an id: the endpoint drops it
 
 
-def test_a_cancellation_is_not_sent_before_its_request_body_is_written():
-    """A server that reads the headers of a big request but not yet its body: the client's
-    cancel must wait until the body is written, then go at once (not wait for headers)."""
-    listener = socket.socket()
-    listener.bind(("127.0.0.1", 0))
-    listener.listen(16)
-    port = listener.getsockname()[1]
-    big_headers, release, cancel_seen = (threading.Event() for _ in range(3))
-    conns: list[socket.socket] = []
-    init = {"protocolVersion": "2025-11-25", "capabilities": {"tools": {}}, "serverInfo": {"name": "slow-reader", "version": "0"}}
+class RawServer:
+    """A loopback HTTP server on raw sockets (a thread per connection) that speaks just
+    enough Streamable HTTP, and treats a POST with a body over 1 MiB specially: it reads
+    the headers, sets ``big_headers``, and then either waits for ``release`` and reads the
+    body (``reset=False``) or resets the connection with the body half sent (``reset=True``)."""
 
-    def reply(conn: socket.socket, status: str, body: bytes = b"", extra: str = "") -> None:
+    INIT = {"protocolVersion": "2025-11-25", "capabilities": {"tools": {}}, "serverInfo": {"name": "raw", "version": "0"}}
+
+    def __init__(self, *, reset: bool = False) -> None:
+        self.reset = reset
+        self.listener = socket.socket()
+        self.listener.bind(("127.0.0.1", 0))
+        self.listener.listen(16)
+        self.url = f"http://127.0.0.1:{self.listener.getsockname()[1]}/mcp"
+        self.big_headers, self.release, self.cancel_seen = threading.Event(), threading.Event(), threading.Event()
+        self.conns: list[socket.socket] = []
+        self.workers: list[threading.Thread] = []
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._serve, name="raw-server")
+
+    def __enter__(self) -> RawServer:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.release.set()
+        self.stop.set()
+        socket.create_connection(self.listener.getsockname(), timeout=WAIT).close()  # wakes accept()
+        self.thread.join(WAIT)
+        self.listener.close()
+        for conn in self.conns:
+            conn.close()
+
+    def _serve(self) -> None:
+        while True:
+            conn, _ = self.listener.accept()
+            if self.stop.is_set():
+                conn.close()
+                break
+            self.conns.append(conn)
+            worker = threading.Thread(target=self._handle, args=(conn,), name="raw-server-conn")
+            self.workers.append(worker)
+            worker.start()
+        for worker in self.workers:
+            worker.join(WAIT)
+
+    @staticmethod
+    def _reply(conn: socket.socket, status: str, body: bytes = b"", extra: str = "") -> None:
         head = f"HTTP/1.1 {status}\r\nContent-Length: {len(body)}\r\nConnection: close\r\n{extra}\r\n"
         conn.sendall(head.encode() + body)
         conn.close()
 
-    def handle(conn: socket.socket) -> None:
+    def _handle(self, conn: socket.socket) -> None:
         data = b""
         while b"\r\n\r\n" not in data:
             chunk = conn.recv(65536)
@@ -287,58 +339,56 @@ def test_a_cancellation_is_not_sent_before_its_request_body_is_written():
         head, _, body = data.partition(b"\r\n\r\n")
         length = next((int(line.split(b":")[1]) for line in head.split(b"\r\n") if line.lower().startswith(b"content-length")), 0)
         if head.startswith(b"POST") and length > 1024 * 1024:
-            big_headers.set()
-            release.wait(WAIT * 2)
+            self.big_headers.set()
+            if self.reset:  # RST with most of the body unsent: the server never saw the request
+                conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+                conn.close()
+                return
+            self.release.wait(WAIT * 2)
             while len(body) < length:
                 chunk = conn.recv(1 << 20)
                 if not chunk:
                     return
                 body += chunk
-            reply(conn, "202 Accepted")  # the call was cancelled already: nothing to answer
+            self._reply(conn, "202 Accepted")  # the call was cancelled already: nothing to answer
             return
         while len(body) < length:
             body += conn.recv(65536)
         message = json.loads(body or b"null")
+        json_type = "Content-Type: application/json\r\n"
         if head.startswith(b"POST") and message.get("method") == "initialize":
-            answer = json.dumps({"jsonrpc": "2.0", "id": message["id"], "result": init}).encode()
-            reply(conn, "200 OK", answer, "Content-Type: application/json\r\nMcp-Session-Id: s1\r\n")
+            answer = json.dumps({"jsonrpc": "2.0", "id": message["id"], "result": self.INIT}).encode()
+            self._reply(conn, "200 OK", answer, json_type + "Mcp-Session-Id: s1\r\n")
+        elif head.startswith(b"POST") and "id" in message:
+            result = {"content": [{"type": "text", "text": "small"}], "isError": False}
+            self._reply(conn, "200 OK", json.dumps({"jsonrpc": "2.0", "id": message["id"], "result": result}).encode(), json_type)
         elif head.startswith(b"POST"):
             if message.get("method") == "notifications/cancelled":
-                cancel_seen.set()
-            reply(conn, "202 Accepted")
+                self.cancel_seen.set()
+            self._reply(conn, "202 Accepted")
         else:
-            reply(conn, "200 OK")
+            self._reply(conn, "200 OK")
 
-    def serve_forever() -> None:
-        workers = []
-        while True:
-            conn, _ = listener.accept()
-            if stop.is_set():
-                conn.close()
-                break
-            conns.append(conn)
-            worker = threading.Thread(target=handle, args=(conn,), name="slow-reader-conn")
-            workers.append(worker)
-            worker.start()
-        for worker in workers:
-            worker.join(WAIT)
 
-    stop = threading.Event()
-    server = threading.Thread(target=serve_forever, name="slow-reader")
-    server.start()
-    try:
-        with Client.http(f"http://127.0.0.1:{port}/mcp", open_get_stream=False) as client:
-            future = client.call_tool_future("big", {"blob": "x" * (32 * 1024 * 1024)})
-            assert big_headers.wait(WAIT)
-            assert future.cancel("stop") is True
-            assert not cancel_seen.wait(0.5), "the cancel went out before its request's body"
-            release.set()
-            assert cancel_seen.wait(WAIT), "the cancel did not follow the written body"
-    finally:
-        release.set()
-        stop.set()
-        socket.create_connection(("127.0.0.1", port), timeout=WAIT).close()
-        server.join(WAIT)
-        listener.close()
-        for conn in conns:
-            conn.close()
+BIG = {"blob": "x" * (32 * 1024 * 1024)}  # more than the loopback socket buffers hold
+
+
+def test_a_cancellation_is_not_sent_before_its_request_body_is_written():
+    """A server that reads the headers of a big request but not yet its body: the client's
+    cancel must wait until the body is written, then go at once (not wait for headers)."""
+    with RawServer() as server, Client.http(server.url, open_get_stream=False) as client:
+        future = client.call_tool_future("big", BIG)
+        assert server.big_headers.wait(WAIT)
+        assert future.cancel("stop") is True
+        assert not server.cancel_seen.wait(0.5), "the cancel went out before its request's body"
+        server.release.set()
+        assert server.cancel_seen.wait(WAIT), "the cancel did not follow the written body"
+
+
+def test_a_request_reset_while_its_body_was_being_sent_fails_that_call_only():
+    with RawServer(reset=True) as server, Client.http(server.url, open_get_stream=False) as client:
+        with pytest.raises(RequestNotSent):
+            client.call_tool("big", BIG, timeout=WAIT)
+        assert server.big_headers.is_set()
+        assert not client.closed
+        assert client.call_tool("small", {}, timeout=WAIT).content[0].text == "small"
