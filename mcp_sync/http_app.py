@@ -371,17 +371,19 @@ class McpWsgiApp:
                 start_response("200 OK", list(_SSE_HEADERS))
                 return _sse_body(stream.events(parsed[1], keepalive=self.keepalive, stop=self._stopping))
             after = parsed[1]
-        else:
-            with entry.get_lock:
-                if entry.get_active:
-                    return _plain(start_response, "409 Conflict", "a GET stream is already open for this session")
-        with self._streams_lock:
-            if self._standalone_open >= self.max_standalone_streams:
-                retry_after = str(max(1, math.ceil(self.stream_retry)))
-                return _plain(start_response, "503 Service Unavailable", "too many open streams; try again later", [("Retry-After", retry_after)])
-            self._standalone_open += 1
         with entry.get_lock:
+            if not last and entry.get_active:  # a resumption may replace a stream still open
+                return _plain(start_response, "409 Conflict", "a GET stream is already open for this session")
             entry.get_active += 1
+        with self._streams_lock:
+            full = self._standalone_open >= self.max_standalone_streams
+            if not full:
+                self._standalone_open += 1
+        if full:
+            with entry.get_lock:
+                entry.get_active -= 1
+            retry_after = str(max(1, math.ceil(self.stream_retry)))
+            return _plain(start_response, "503 Service Unavailable", "too many open streams; try again later", [("Retry-After", retry_after)])
         start_response("200 OK", list(_SSE_HEADERS))
         return _StandaloneBody(self._standalone_events(entry, after), lambda: self._release_stream(entry))
 

@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import socket
 import struct
@@ -202,26 +203,67 @@ def test_get_stream_is_opened_when_asked_or_when_there_is_something_to_receive(p
         wait_until(lambda: app.standalone_streams == 0, "the stream to close with its client")
 
 
+def wsgi_call(app: McpWsgiApp, method: str, body: bytes = b"", **headers: str) -> tuple[str, dict[str, str], Any]:
+    """Call the WSGI app directly: ``(status, headers, body iterable)``."""
+    seen: dict[str, Any] = {}
+
+    def start_response(status: str, response_headers: list, exc_info: Any = None) -> None:
+        seen["status"], seen["headers"] = status, {k.lower(): v for k, v in response_headers}
+
+    environ = {
+        "REQUEST_METHOD": method,
+        "PATH_INFO": "/mcp",
+        "CONTENT_TYPE": "application/json",
+        "CONTENT_LENGTH": str(len(body)),
+        "HTTP_ACCEPT": "application/json, text/event-stream",
+        "wsgi.input": io.BytesIO(body),
+    }
+    environ.update({f"HTTP_{name.upper()}": value for name, value in headers.items()})
+    result = app(environ, start_response)
+    return seen["status"], seen["headers"], result
+
+
+def new_session(app: McpWsgiApp) -> str:
+    _, headers, body = wsgi_call(app, "POST", json.dumps(initialize_request(0)).encode())
+    list(body)
+    return headers["mcp-session-id"]
+
+
 def test_a_standalone_body_never_iterated_still_gives_its_slot_back(probe):
     app = make_server(probe).wsgi_app(path="/mcp", max_standalone_streams=1)
     try:
-        seen: dict[str, Any] = {}
-
-        def start_response(status: str, headers: list, exc_info: Any = None) -> None:
-            seen["status"], seen["headers"] = status, dict((k.lower(), v) for k, v in headers)
-
-        def call(method: str, body: bytes = b"", **headers: str) -> Any:
-            environ = {"REQUEST_METHOD": method, "PATH_INFO": "/mcp", "CONTENT_TYPE": "application/json", "CONTENT_LENGTH": str(len(body)),
-                       "HTTP_ACCEPT": "application/json, text/event-stream", "wsgi.input": __import__("io").BytesIO(body)}
-            environ.update({f"HTTP_{k.upper()}": v for k, v in headers.items()})
-            return app(environ, start_response)
-
-        list(call("POST", json.dumps(initialize_request(0)).encode()))
-        sid = seen["headers"]["mcp-session-id"]
-        body = call("GET", accept="text/event-stream", mcp_session_id=sid)
-        assert seen["status"].startswith("200") and app.standalone_streams == 1
+        sid = new_session(app)
+        status, _, body = wsgi_call(app, "GET", accept="text/event-stream", mcp_session_id=sid)
+        assert status.startswith("200") and app.standalone_streams == 1
         body.close()  # the client vanished before the server wrote a byte
         assert app.standalone_streams == 0
+    finally:
+        app.close()
+
+
+def test_concurrent_gets_of_one_session_open_one_stream(probe, fast_switching):
+    app = make_server(probe).wsgi_app(path="/mcp")
+    try:
+        sid = new_session(app)
+        for _ in range(20):
+            barrier = threading.Barrier(6)
+            answers: list[tuple[str, Any]] = []
+
+            def get() -> None:
+                barrier.wait(WAIT)
+                status, _, body = wsgi_call(app, "GET", accept="text/event-stream", mcp_session_id=sid)
+                answers.append((status, body))
+
+            threads = [threading.Thread(target=get, name="get") for _ in range(6)]
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join(WAIT)
+            statuses = sorted(status[:3] for status, _ in answers)
+            assert statuses == ["200"] + ["409"] * 5, statuses
+            for _, body in answers:
+                getattr(body, "close", lambda: None)()
+            assert app.standalone_streams == 0
     finally:
         app.close()
 
