@@ -25,7 +25,8 @@ Failures of one call do not end the connection where it is safe to tell:
 * a request the server never received (connection refused, reset while sending) fails
   with :class:`RequestNotSent`;
 * an HTTP error whose body is a JSON-RPC error fails with :class:`~mcp_sync.errors.McpError`
-  (its ``http_status`` set);
+  (its ``http_status`` set), another 4xx (but 401, 403 and a session's 404) with
+  :class:`HttpError`;
 * an answer over ``max_response_bytes`` (JSON) or an SSE event over ``max_event_bytes`` on
   the request's stream fails with :class:`ResponseTooLarge` (and the request is cancelled
   on the server). An oversize event on the GET stream is skipped: the stream is reopened
@@ -323,7 +324,7 @@ class HttpClientTransport:
                 refusal = self._refusal(response)
             finally:
                 response.close()
-            if isinstance(refusal, McpError) and is_request:
+            if is_request and _concerns_this_request(refusal):
                 self._fail_one(request_id, refusal)
                 return
             if isinstance(refusal, McpError):
@@ -669,6 +670,14 @@ class HttpClientTransport:
             wait = parser.retry_ms / 1000 if parser.retry_ms is not None else policy.delay
             if self._closed.wait(wait):
                 return
+
+
+def _concerns_this_request(refusal: BaseException) -> bool:
+    """True for an HTTP error that refuses one request, not the session: a JSON-RPC error,
+    or a 4xx other than 401/403 (authentication) and 404 (the session ended)."""
+    if isinstance(refusal, McpError):
+        return True
+    return isinstance(refusal, HttpError) and not isinstance(refusal, SessionEnded) and 400 <= refusal.status < 500 and refusal.status not in (401, 403)
 
 
 def _key(request_id: Any) -> tuple[type, Any] | None:

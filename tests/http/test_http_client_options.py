@@ -19,7 +19,7 @@ from http_support import WAIT, Probe, make_server
 
 from mcp_sync import Client, ConnectionClosed, McpError
 from mcp_sync.http_app import serve_http
-from mcp_sync.transports.http_client import HttpClientTransport, ReconnectPolicy, RequestNotSent
+from mcp_sync.transports.http_client import HttpClientTransport, HttpError, ReconnectPolicy, RequestNotSent
 
 
 class RefreshingAuth(httpx.Auth):
@@ -117,7 +117,8 @@ def test_a_request_that_never_reached_the_server_fails_that_call_only(probe):
 def refusing(probe, serve):
     """A server in front of which a middleware answers like a 2026-era server would: a
     ``tools/call`` of ``refuse`` gets 400 with a JSON-RPC error (-32022, ``data.supported``),
-    and ``notifications/roots/list_changed`` gets 400 with an id-less JSON-RPC error."""
+    ``too_big`` gets a plain 413, and ``notifications/roots/list_changed`` gets 400 with an
+    id-less JSON-RPC error."""
     app = make_server(probe).wsgi_app(path="/mcp")
     refused_notification = threading.Event()
 
@@ -128,6 +129,9 @@ def refusing(probe, serve):
             error = None
             if message.get("method") == "tools/call" and message["params"]["name"] == "refuse":
                 error = {"jsonrpc": "2.0", "id": message["id"], "error": {"code": -32022, "message": "Unsupported protocol version", "data": {"supported": ["2026-07-28"]}}}
+            elif message.get("method") == "tools/call" and message["params"]["name"] == "too_big":
+                start_response("413 Payload Too Large", [("Content-Type", "text/plain"), ("Content-Length", "8")])
+                return [b"too big!"]
             elif message.get("method") == "notifications/roots/list_changed":
                 error = {"jsonrpc": "2.0", "id": None, "error": {"code": -32600, "message": "not now"}}
                 refused_notification.set()
@@ -194,3 +198,13 @@ def test_an_unreachable_server_still_fails_the_connect_with_connection_closed():
     with pytest.raises(ConnectionClosed) as info:
         Client.http(f"http://127.0.0.1:{port}/mcp", init_timeout=WAIT)
     assert isinstance(info.value, RequestNotSent), repr(info.value)
+
+
+def test_a_4xx_without_jsonrpc_fails_that_call_with_http_error(refusing):
+    handle, _ = refusing
+    with Client.http(handle.url) as client:
+        with pytest.raises(HttpError) as info:
+            client.call_tool("too_big", {}, timeout=WAIT)
+        assert info.value.status == 413 and "too big!" in str(info.value)
+        assert not client.closed
+        assert client.call_tool("echo", {"text": "fine"}, timeout=WAIT).content[0].text == "fine"
