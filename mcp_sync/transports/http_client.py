@@ -523,6 +523,7 @@ class HttpClientTransport:
         is known (the stream is then abandoned; otherwise the event is skipped)."""
         with self._lock:
             self._responses.add(response)
+        parser.new_stream()
         answered = answer_to is None
         try:
             for chunk in response.iter_bytes():

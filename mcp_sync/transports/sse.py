@@ -206,6 +206,14 @@ class SseParser:
         self._discarding = False  # inside an oversize event
         self._id_in_event = False
 
+    def new_stream(self) -> None:
+        """A new connection begins: forget any event or line the last one broke off in the
+        middle of (``last_event_id`` and ``retry_ms`` are kept, as SSE says)."""
+        self._reset_event()
+        self._partial, self._partial_size = [], 0
+        self._after_cr = False
+        self._discarding = False
+
     def feed_bytes(self, chunk: bytes) -> list[SseEvent | Oversize]:
         """Process raw bytes; returns the events they completed, in order (and an
         :class:`Oversize` at the moment an event passes ``max_event_bytes``)."""

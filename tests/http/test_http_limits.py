@@ -24,7 +24,7 @@ from http_support import WAIT
 
 from mcp_sync import Client
 from mcp_sync.http_app import serve_http
-from mcp_sync.transports.http_client import ResponseTooLarge
+from mcp_sync.transports.http_client import ReconnectPolicy, ResponseTooLarge
 
 HUGE = 256 * 1024 * 1024
 CHUNK = b"x" * (1024 * 1024)
@@ -43,6 +43,7 @@ class HostileApp:
         self.cancel_seen = threading.Event()
         self.gets: list[str | None] = []
         self.resumed_after_oversize = threading.Event()
+        self.broken_id: Any = None
 
     def __call__(self, environ: dict, start_response: Any) -> Iterator[bytes] | list[bytes]:
         method = environ["REQUEST_METHOD"]
@@ -74,6 +75,11 @@ class HostileApp:
             head, tail = b"{\"jsonrpc\":\"2.0\",\"id\":" + rid + b",\"result\":{\"x\":\"", b"\"}}"
             start_response("200 OK", [("Content-Type", "application/json"), ("Content-Length", str(len(head) + HUGE + len(tail)))])
             return self._huge(head, tail)
+        if name == "broken":  # the stream breaks in the middle of an event; resumed, it answers
+            with self.lock:
+                self.broken_id = message["id"]
+            start_response("200 OK", [("Content-Type", "text/event-stream")])
+            return iter([b"id: b:1\ndata: \n\n", b"data: {\"jsonrpc\": \"2.0\", \"half"])
         result = {"content": [{"type": "text", "text": "fine"}], "isError": False} if message["method"] == "tools/call" else {}
         return self._json(start_response, {"jsonrpc": "2.0", "id": message["id"], "result": result})
 
@@ -82,6 +88,10 @@ class HostileApp:
         with self.lock:
             self.gets.append(last)
         start_response("200 OK", [("Content-Type", "text/event-stream")])
+        if last == "b:1":
+            result = {"content": [{"type": "text", "text": "resumed"}], "isError": False}
+            answer = json.dumps({"jsonrpc": "2.0", "id": self.broken_id, "result": result}).encode()
+            return iter([b"id: b:2\ndata: " + answer + b"\n\n"])
         if last == "s:1":  # resumed after the oversize event: a normal one, then hold on
             self.resumed_after_oversize.set()
             tick = json.dumps({"jsonrpc": "2.0", "method": "notifications/test/after", "params": {}}).encode()
@@ -116,7 +126,7 @@ CLIENT = textwrap.dedent(
     """
     import json, sys
     from mcp_sync import Client
-    from mcp_sync.transports.http_client import ResponseTooLarge
+    from mcp_sync.transports.http_client import ReconnectPolicy, ResponseTooLarge
 
     def hwm():
         for line in open("/proc/self/status"):
@@ -211,3 +221,19 @@ def test_parser_drops_an_oversize_event_whose_id_comes_last_and_goes_on():
         assert parser.feed_bytes(b"z" * 4096) == []
     out = parser.feed_bytes(b"\nid: big\n\nid: next\ndata: fine\n\n")
     assert out == [("next", "message", "fine")]
+
+
+def test_a_new_stream_does_not_continue_an_event_the_last_one_broke_off():
+    from mcp_sync.transports.sse import SseParser
+
+    parser = SseParser(1024)
+    assert parser.feed_bytes(b"retry: 10\nid: s:1\n\ndata: {\"half") == []  # the connection breaks here
+    parser.new_stream()
+    assert parser.feed_bytes(b"id: s:2\ndata: whole\n\n") == [("s:2", "message", "whole")]
+    assert parser.retry_ms == 10
+
+
+def test_a_request_stream_broken_mid_event_is_resumed_cleanly(hostile):
+    _, url = hostile
+    with Client.http(url, open_get_stream=False, reconnect=ReconnectPolicy(delay=0.01)) as client:
+        assert client.call_tool("broken", {}, timeout=WAIT).content[0].text == "resumed"
