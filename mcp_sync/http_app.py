@@ -70,7 +70,7 @@ _LOCAL_HOSTS = {"localhost", "127.0.0.1", "[::1]", "::1"}
 STREAM_LIFETIME = 300.0
 """Default seconds a standalone (GET) stream stays open before the server closes it."""
 
-MAX_STANDALONE_STREAMS = 32
+MAX_STANDALONE_STREAMS = 8
 """Default cap on standalone (GET) streams open at once, per app."""
 
 STREAM_RETRY = 2.0
