@@ -12,7 +12,8 @@ When *X* is cancelled, its stream is ended without a response (:meth:`inbound_ca
 
 A client POSTs a request and its ``notifications/cancelled`` on different connections, so two
 WSGI threads may hand them over in the wrong order. A cancel for a request this session has
-not received yet is kept (at most :data:`EARLY_CANCELS` per session) and delivered right after
+not received yet is kept (at most :data:`EARLY_CANCELS` per session, each at most
+:data:`EARLY_CANCEL_BYTES`) and delivered right after
 that request (:meth:`HttpSessionTransport.cancel_arrived`,
 :meth:`HttpSessionTransport.request_received`): request ids are never reused in a session.
 """
@@ -28,12 +29,15 @@ from typing import Any
 from ..jsonrpc import RequestId, id_key, is_valid_id
 from .sse import EventStream
 
-__all__ = ["HttpSessionTransport", "EARLY_CANCELS"]
+__all__ = ["HttpSessionTransport", "EARLY_CANCELS", "EARLY_CANCEL_BYTES"]
 
 _KEPT_ENDED_STREAMS = 64
 
 EARLY_CANCELS = 64
 """Cancellations kept per session for requests that have not arrived yet (oldest dropped)."""
+
+EARLY_CANCEL_BYTES = 4096
+"""A cancellation longer than this (a huge id or reason) is not kept for a later request."""
 
 
 class HttpSessionTransport:
@@ -83,8 +87,8 @@ class HttpSessionTransport:
         """A ``notifications/cancelled`` for ``request_id`` arrived. True: deliver it to the
         endpoint now. False: its request has not been received yet; ``line`` is kept and
         handed back by :meth:`request_received`."""
-        if not is_valid_id(request_id):
-            return True  # the endpoint drops it as malformed
+        if not is_valid_id(request_id) or len(line) > EARLY_CANCEL_BYTES:
+            return True  # the endpoint drops it (malformed), or handles it now if it can
         key = id_key(request_id)
         with self._lock:
             if key in self._received:

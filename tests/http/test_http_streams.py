@@ -27,7 +27,7 @@ from mcp_helpers import wait_until
 from mcp_sync import Client
 from mcp_sync.http_app import McpWsgiApp
 from mcp_sync.transports.http_client import ReconnectPolicy, RequestNotSent
-from mcp_sync.transports.http_session import EARLY_CANCELS, HttpSessionTransport
+from mcp_sync.transports.http_session import EARLY_CANCEL_BYTES, EARLY_CANCELS, HttpSessionTransport
 from mcp_sync.transports.sse import EventStream
 
 
@@ -317,6 +317,9 @@ def test_early_cancels_are_bounded_and_only_for_requests_not_yet_received():
     assert transport.request_received("x") is None
     assert transport.cancel_arrived("x", b"now") is True  # known: deliver at once
     assert transport.cancel_arrived(True, b"bad id") is True  # not an id: the endpoint drops it
+    assert transport.cancel_arrived("y", b"x" * (EARLY_CANCEL_BYTES + 1)) is True  # too big to keep
+    assert transport.open_request_stream("y") is not None
+    assert transport.request_received("y") is None
 
 
 class RawServer:
