@@ -388,10 +388,14 @@ class McpWsgiApp:
         return _StandaloneBody(self._standalone_events(entry, after), lambda: self._release_stream(entry))
 
     def _standalone_events(self, entry: _HttpSession, after: int | None) -> Iterator[bytes]:
+        stream = entry.transport.standalone
         until = None if self.stream_lifetime is None else time.monotonic() + self.stream_lifetime
-        yield from entry.transport.standalone.events(after, keepalive=self.keepalive, stop=self._stopping, until=until)
-        # closing: tell the client when to reconnect (with Last-Event-ID, to miss nothing)
-        yield b"retry: " + str(int(self.stream_retry * 1000)).encode() + b"\n\n"
+        yield from stream.events(after, keepalive=self.keepalive, stop=self._stopping, until=until)
+        if not stream.ended and not self._stopping.is_set():
+            # the lifetime is over, not the session: tell the client when to reconnect (with
+            # Last-Event-ID, to miss nothing). A stream that ended with its session gets no
+            # hint: there is nothing to come back to.
+            yield b"retry: " + str(int(self.stream_retry * 1000)).encode() + b"\n\n"
 
     def _release_stream(self, entry: _HttpSession) -> None:
         with entry.get_lock:

@@ -85,6 +85,18 @@ def test_stream_lifetime_ends_with_a_retry_hint(probe, serve, raw):
     wait_until(lambda: handle.app.standalone_streams == 0, "the stream's slot to be released")
 
 
+def test_a_stream_that_ends_with_its_session_gets_no_retry_hint(probe, serve, raw):
+    handle = serve(make_server(probe), stream_lifetime=30, stream_retry=0.05)
+    session = raw(handle.url)
+    session.initialize()
+    response = session.get()
+    lines = response.iter_lines()
+    assert next(lines).startswith("id: ")  # the priming event: the stream is open
+    assert session.delete().status_code == 200  # the session ends: nothing to come back to
+    rest = list(lines)
+    assert not [line for line in rest if line.startswith("retry:")], rest
+
+
 def test_lifetime_expiry_and_reconnect_lose_no_notification(probe):
     """The client reconnects per ``retry:`` (its own delay is 30 s) with Last-Event-ID; the
     notifications pushed while it was away come first on the new stream."""
