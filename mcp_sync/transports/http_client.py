@@ -313,7 +313,8 @@ class HttpClientTransport:
             except httpx.HTTPError as exc:
                 if is_request and not trace.body_sent and (trace.traced or isinstance(exc, httpx.ConnectError)):
                     # the server cannot have read it: fail this call only
-                    self._fail_one(request_id, RequestNotSent(f"{message.get('method')}: the request did not reach {self.url}: {exc}"))
+                    failure = RequestNotSent(f"HTTP POST to {self.url} failed: {exc} ({message.get('method')} did not reach the server)")
+                    self._fail_one(request_id, failure)
                     return
                 raise ConnectionClosed(f"HTTP POST to {self.url} failed: {exc}") from exc
         finally:
