@@ -36,7 +36,10 @@ from .transports.subprocess import StderrMode, SubprocessTransport
 from .wire import model_to_wire
 
 if TYPE_CHECKING:  # pragma: no cover
+    import httpx
     import mcp_types
+
+    from .transports.http_client import ReconnectPolicy
 
 __all__ = ["Client", "RequestHandlerFn"]
 
@@ -174,20 +177,57 @@ class Client(Session):
         url: str,
         headers: Mapping[str, str] | None = None,
         *,
+        auth: httpx.Auth | None = None,
+        http_client: httpx.Client | None = None,
         connect_timeout: float = 10.0,
-        open_get_stream: bool = True,
+        open_get_stream: bool | None = None,
+        reconnect: ReconnectPolicy | None = None,
+        max_event_bytes: int | None = None,
+        max_response_bytes: int | None = None,
         **options: Any,
     ) -> Client:
         """Connect to a Streamable HTTP server at ``url`` (needs the ``http`` extra).
 
-        ``headers`` are sent with every request (for example ``Authorization``). Closing
-        the client ends the session with ``DELETE``. A 404 (session ended), 401 or 403
-        fails the pending calls with a :class:`~mcp_sync.errors.ConnectionClosed` subclass
-        that says so.
-        """
-        from .transports.http_client import HttpClientTransport
+        Args:
+            headers: sent with every request.
+            auth: any ``httpx.Auth``, e.g. one that adds a bearer token and refreshes it
+                on 401 (it runs for every POST, GET and DELETE).
+            http_client: an ``httpx.Client`` of your own (TLS certificates, proxies,
+                limits); closing the MCP client leaves it open. Its read timeout is not
+                used (streams idle); ``connect_timeout`` then does not apply either.
+            open_get_stream: hold the GET stream for server-initiated messages. ``None``
+                (default): only if this client has something to receive there -- an
+                ``on_notification``/``on_log`` callback, or handlers for server requests
+                (``roots``, ``sampling_handler``, ``elicitation_handler``).
+            reconnect: how streams are reopened (a
+                :class:`~mcp_sync.transports.http_client.ReconnectPolicy`).
+            max_event_bytes: the largest SSE event read (default
+                :data:`~mcp_sync.transports.http_client.MAX_EVENT_BYTES`).
+            max_response_bytes: the largest JSON answer read (default
+                :data:`~mcp_sync.transports.http_client.MAX_RESPONSE_BYTES`).
+            options: for :class:`Client` (and ``init_timeout``).
 
-        transport = HttpClientTransport(url, headers, connect_timeout=connect_timeout, open_get_stream=open_get_stream)
+        Closing the client ends the session with ``DELETE``. A 404 (session ended), 401 or
+        403 fails the pending calls with a :class:`~mcp_sync.errors.ConnectionClosed`
+        subclass that says so; an HTTP error carrying a JSON-RPC error fails its call with
+        :class:`~mcp_sync.errors.McpError` (``http_status`` set).
+        """
+        from .transports import http_client as http
+
+        if open_get_stream is None:
+            receivers = ("on_notification", "on_log", "roots", "sampling_handler", "elicitation_handler")
+            open_get_stream = any(options.get(name) is not None for name in receivers)
+        limits = {"max_event_bytes": max_event_bytes, "max_response_bytes": max_response_bytes}
+        transport = http.HttpClientTransport(
+            url,
+            headers,
+            auth=auth,
+            http_client=http_client,
+            connect_timeout=connect_timeout,
+            reconnect=reconnect,
+            open_get_stream=open_get_stream,
+            **{name: value for name, value in limits.items() if value is not None},
+        )
         return cls.connect(transport, **options)
 
     def __enter__(self) -> Client:

@@ -299,6 +299,9 @@ class Endpoint:
             write_related if write_related is not None else (lambda data, _related: transport.write(data))
         )
         self._inbound_cancelled: Callable[[RequestId], Any] | None = getattr(transport, "inbound_cancelled", None)
+        bind_call_failure = getattr(transport, "bind_call_failure", None)
+        if bind_call_failure is not None:  # a transport that can fail one call (HTTP)
+            bind_call_failure(self.fail_call)
         self._write_lock = threading.Lock()
         self._pool = WorkerPool(max_workers, name)
         self._callbacks = CallbackThread(name)
@@ -476,6 +479,26 @@ class Endpoint:
             self._perform(actions)  # settle first: the caller never waits for the network
             self._flush(block=False)  # and never queues behind another thread's slow write
         return cancelled
+
+    def fail_call(self, request_id: RequestId, exception: BaseException, *, cancel: bool = False) -> bool:
+        """Fail one pending outbound call with ``exception``, for a transport that knows
+        better than to end the whole connection. With ``cancel=True`` the peer is also sent
+        ``notifications/cancelled`` (the request may be running there); without, nothing is
+        sent (the peer never got the request). False if the call was no longer pending."""
+        with self._lock:
+            request = self._core.outbound(request_id) if isinstance(request_id, int) else None
+            if request is None:
+                return False
+            if cancel:
+                actions = self._core.cancel_outbound(request, str(exception), exception)
+                future = request.context
+                self._queue_sends(actions, future._related if isinstance(future, PendingCall) else None)
+            else:
+                actions = self._core.fail_outbound(request, exception)
+        if actions:
+            self._perform(actions)
+            self._flush(block=False)
+        return bool(actions)
 
     # -- inbound side, for handlers ---------------------------------------------------------
     def report_progress(

@@ -25,7 +25,11 @@ class McpError(Exception):
         code: the JSON-RPC error code (for example ``-32601``).
         message: the error message the peer sent.
         data: the optional ``data`` member, or ``None``.
+        http_status: over Streamable HTTP, the HTTP status of an error answer that carried
+            this JSON-RPC error (for example 400); ``None`` otherwise.
     """
+
+    http_status: int | None = None
 
     def __init__(self, code: int, message: str, data: Any = None) -> None:
         super().__init__(f"{message} (code {code})")

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import secrets
 import threading
 import time
@@ -69,6 +70,15 @@ _SSE_HEADERS = (("Content-Type", "text/event-stream"), ("Cache-Control", "no-cac
 
 _LOCAL_HOSTS = {"localhost", "127.0.0.1", "[::1]", "::1"}
 
+STREAM_LIFETIME = 300.0
+"""Default seconds a standalone (GET) stream stays open before the server closes it."""
+
+MAX_STANDALONE_STREAMS = 8
+"""Default cap on standalone (GET) streams open at once, per app."""
+
+STREAM_RETRY = 2.0
+"""Default seconds in the SSE ``retry:`` hint sent on closing a standalone stream."""
+
 
 class _HttpSession:
     def __init__(self, session: ServerSession, transport: HttpSessionTransport, now: float) -> None:
@@ -109,6 +119,14 @@ class McpWsgiApp:
             request and has no stream open is closed (``None``: sessions live until
             ``DELETE`` or :meth:`close`). Clients that vanish without ``DELETE`` would
             otherwise keep their sessions for ever.
+        stream_lifetime: seconds a standalone (GET) stream stays open; then the server
+            sends an SSE ``retry:`` hint and closes it, and the client reconnects with
+            ``Last-Event-ID`` (nothing is lost: the replay buffer keeps what comes
+            meanwhile). Frees the WSGI thread an idle stream holds. ``None``: no limit.
+        max_standalone_streams: standalone streams open at once, over all sessions; a GET
+            beyond it gets ``503`` with ``Retry-After`` (the server is busy, not the client
+            misbehaving). Keep it below the WSGI server's thread count.
+        stream_retry: seconds in the ``retry:`` hint and the 503's ``Retry-After``.
     """
 
     def __init__(
@@ -126,6 +144,9 @@ class McpWsgiApp:
         request_timeout: float = 300.0,
         session_timeout: float | None = 3600.0,
         clock: Callable[[], float] = time.monotonic,
+        stream_lifetime: float | None = STREAM_LIFETIME,
+        max_standalone_streams: int = MAX_STANDALONE_STREAMS,
+        stream_retry: float = STREAM_RETRY,
     ) -> None:
         self.server = server
         self.path = path
@@ -144,8 +165,19 @@ class McpWsgiApp:
         self._lock = threading.Lock()
         self._sessions: dict[str, _HttpSession] = {}
         self._stopping = threading.Event()
+        self.stream_lifetime = stream_lifetime
+        self.max_standalone_streams = max_standalone_streams
+        self.stream_retry = stream_retry
+        self._streams_lock = threading.Lock()
+        self._standalone_open = 0
 
     # -- sessions -----------------------------------------------------------------------------
+    @property
+    def standalone_streams(self) -> int:
+        """How many standalone (GET) streams are open now."""
+        with self._streams_lock:
+            return self._standalone_open
+
     def sessions(self) -> list[ServerSession]:
         """The live sessions."""
         with self._lock:
@@ -298,6 +330,9 @@ class McpWsgiApp:
         endpoint = entry.session.endpoint
         line = body.replace(b"\n", b" ")
         if not isinstance(message, Request):
+            is_cancel = isinstance(message, Notification) and message.method == CANCELLED and isinstance(message.params, dict)
+            if is_cancel and not entry.transport.cancel_arrived(message.params.get("requestId"), line):  # type: ignore[union-attr]
+                return _plain(start_response, "202 Accepted", "")  # kept until its request arrives
             endpoint.receive_line(line)
             return _plain(start_response, "202 Accepted", "")
         json_mode = self.json_response or not wants_sse
@@ -305,6 +340,9 @@ class McpWsgiApp:
         if stream is None:
             return _jsonrpc_error(start_response, "409 Conflict", INVALID_REQUEST, "request id is already in use", message.id)
         endpoint.receive_line(line)
+        early_cancel = entry.transport.request_received(message.id)
+        if early_cancel is not None:  # its cancel overtook it on another connection
+            endpoint.receive_line(early_cancel)
         headers = [("Mcp-Session-Id", entry.transport.session_id)] if is_initialize else []
         if json_mode:
             data = stream.wait_for_event(self.request_timeout)
@@ -330,36 +368,52 @@ class McpWsgiApp:
             return refusal
         assert entry is not None
         last = environ.get("HTTP_LAST_EVENT_ID")
+        after: int | None = None
         if last:
             parsed = parse_event_id(last)
             stream = entry.transport.stream(parsed[0]) if parsed else None
             if stream is None or parsed is None:
                 # not 404: to a client, 404 means "your session is gone"
                 return _plain(start_response, "400 Bad Request", "unknown Last-Event-ID")
-            if stream is not entry.transport.standalone and stream.drained(parsed[1]):
-                # a request stream that ended (answered, or cancelled: no answer ever) and has
-                # nothing left to replay; 204 tells an SSE client to stop reconnecting
-                return _plain(start_response, "204 No Content", "")
-            start_response("200 OK", list(_SSE_HEADERS))
-            if stream is entry.transport.standalone:
-                return self._standalone_body(entry, parsed[1])
-            return _sse_body(stream.events(parsed[1], keepalive=self.keepalive, stop=self._stopping))
+            if stream is not entry.transport.standalone:
+                if stream.drained(parsed[1]):
+                    # a request stream that ended (answered, or cancelled: no answer ever) and
+                    # has nothing left to replay; 204 tells an SSE client to stop reconnecting
+                    return _plain(start_response, "204 No Content", "")
+                start_response("200 OK", list(_SSE_HEADERS))
+                return _sse_body(stream.events(parsed[1], keepalive=self.keepalive, stop=self._stopping))
+            after = parsed[1]
         with entry.get_lock:
-            if entry.get_active:
+            if not last and entry.get_active:  # a resumption may replace a stream still open
                 return _plain(start_response, "409 Conflict", "a GET stream is already open for this session")
             entry.get_active += 1
-        start_response("200 OK", list(_SSE_HEADERS))
-        return self._standalone_body(entry, None, claimed=True)
-
-    def _standalone_body(self, entry: _HttpSession, after: int | None, claimed: bool = False) -> Iterator[bytes]:
-        if not claimed:
-            with entry.get_lock:
-                entry.get_active += 1
-        try:
-            yield from entry.transport.standalone.events(after, keepalive=self.keepalive, stop=self._stopping)
-        finally:
+        with self._streams_lock:
+            full = self._standalone_open >= self.max_standalone_streams
+            if not full:
+                self._standalone_open += 1
+        if full:
             with entry.get_lock:
                 entry.get_active -= 1
+            retry_after = str(max(1, math.ceil(self.stream_retry)))
+            return _plain(start_response, "503 Service Unavailable", "too many open streams; try again later", [("Retry-After", retry_after)])
+        start_response("200 OK", list(_SSE_HEADERS))
+        return _StandaloneBody(self._standalone_events(entry, after), lambda: self._release_stream(entry))
+
+    def _standalone_events(self, entry: _HttpSession, after: int | None) -> Iterator[bytes]:
+        stream = entry.transport.standalone
+        until = None if self.stream_lifetime is None else time.monotonic() + self.stream_lifetime
+        yield from stream.events(after, keepalive=self.keepalive, stop=self._stopping, until=until)
+        if not stream.ended and not self._stopping.is_set():
+            # the lifetime is over, not the session: tell the client when to reconnect (with
+            # Last-Event-ID, to miss nothing). A stream that ended with its session gets no
+            # hint: there is nothing to come back to.
+            yield b"retry: " + str(int(self.stream_retry * 1000)).encode() + b"\n\n"
+
+    def _release_stream(self, entry: _HttpSession) -> None:
+        with entry.get_lock:
+            entry.get_active -= 1
+        with self._streams_lock:
+            self._standalone_open -= 1
 
     def _delete(self, environ: dict, start_response: StartResponse) -> Iterable[bytes]:
         entry, refusal = self._session_for(environ, start_response)
@@ -369,6 +423,34 @@ class McpWsgiApp:
         self._forget(entry.transport.session_id)
         entry.session.close()
         return _plain(start_response, "200 OK", "")
+
+
+class _StandaloneBody:
+    """The WSGI body of a standalone stream: gives its slot back once the server closes it
+    (every WSGI server calls ``close()``, even on a body it never iterated)."""
+
+    def __init__(self, events: Iterator[bytes], release: Callable[[], None]) -> None:
+        self._events = events
+        self._release: Callable[[], None] | None = release
+        self._lock = threading.Lock()
+
+    def __iter__(self) -> _StandaloneBody:
+        return self
+
+    def __next__(self) -> bytes:
+        return next(self._events)
+
+    def close(self) -> None:
+        """End the stream and release its slot (once)."""
+        try:
+            close = getattr(self._events, "close", None)
+            if close is not None:
+                close()
+        finally:
+            with self._lock:
+                release, self._release = self._release, None
+            if release is not None:
+                release()
 
 
 def _sse_body(events: Iterator[bytes]) -> Iterator[bytes]:

@@ -408,6 +408,23 @@ class Protocol:
             actions.append(Settle(request, cancelled=True, reason=reason))
         return actions
 
+    def fail_outbound(self, request: OutboundRequest, exception: BaseException) -> list[Action]:
+        """PENDING -> FAILED: settle the call with ``exception`` and send nothing (the
+        transport knows the peer never got the request, or the call's answer cannot be
+        read). No actions if the request was no longer pending.
+
+        A response that arrives later anyway is dropped quietly, like one after a cancel.
+        """
+        if request.state is not OutboundState.PENDING:
+            return []
+        self._forget_outbound(request)
+        request.state = OutboundState.FAILED
+        self._recent_cancels.append(request.id)
+        if len(self._recent_cancel_set) >= _RECENT_CANCELS:
+            self._recent_cancel_set = set(self._recent_cancels)
+        self._recent_cancel_set.add(request.id)
+        return [Settle(request, exception=exception)]
+
     def _forget_outbound(self, request: OutboundRequest) -> None:
         del self._outbound[request.id]
         if request.progress_token is not None:

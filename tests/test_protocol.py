@@ -565,3 +565,26 @@ def test_real_cancel_token_factory():
     (action,) = proto.receive(cancel_note(1, "r"))
     assert isinstance(action, CancelInbound)
     assert not request.token.cancelled, "firing the token is the driver's job"
+
+
+# -- a transport fails one call ------------------------------------------------------------------
+def test_fail_outbound_settles_with_the_exception_and_sends_nothing(proto):
+    out, _ = proto.send_request("tools/call", None)
+    failure = ConnectionError("the request never reached the server")
+    assert proto.fail_outbound(out, failure) == [Settle(out, exception=failure)]
+    assert out.state is OutboundState.FAILED and not out.cancelled
+    assert proto.in_flight() == (0, 0)
+
+
+def test_fail_outbound_loses_to_an_earlier_end_and_a_late_response_is_dropped(proto):
+    answered, _ = proto.send_request("tools/call", None)
+    proto.receive(Response(answered.id, {}))
+    assert proto.fail_outbound(answered, ConnectionError("late")) == []
+    cancelled, _ = proto.send_request("tools/call", None)
+    proto.cancel_outbound(cancelled, "user")
+    assert proto.fail_outbound(cancelled, ConnectionError("late")) == []
+    failed, _ = proto.send_request("tools/call", None)
+    proto.fail_outbound(failed, ConnectionError("not sent"))
+    assert proto.cancel_outbound(failed, "too late") == []
+    late = Response(failed.id, {})
+    assert proto.receive(late) == [Dropped("late response after cancellation", late)]

@@ -2,16 +2,37 @@
 
 Built on httpx's synchronous client (the optional extra ``mcp-sync-threaded[http]``): a
 maintained, thread-safe, connection-pooling client with streaming responses and per-phase
-timeouts, which is what SSE over plain threads needs.
+timeouts, which is what SSE over plain threads needs. Pass your own ``httpx.Client`` (TLS
+certificates, proxies, limits) and any ``httpx.Auth`` (bearer tokens that refresh, custom
+schemes); a client you pass is never closed here.
 
 Every message the endpoint writes is POSTed, and :meth:`HttpClientTransport.write` never
 waits for the network (after the handshake): each request is POSTed by a short-lived thread
 of its own, which then reads the answer -- JSON, or an SSE stream that it follows to the
 end (HTTP/1.1 needs one connection, and so one blocking reader, per open response).
 Notifications and responses are POSTed in order by one sender thread; a
-``notifications/cancelled`` goes only after its request's POST got through. After the
-handshake a thread holds the GET stream for server-initiated messages. Dropped streams are
-resumed with ``Last-Event-ID``; one that cannot be resumed fails the connection.
+``notifications/cancelled`` goes as soon as its request's body has been written (never
+before, and without waiting for the answer's headers, which a server answering with JSON
+sends only with the result).
+
+After the handshake a thread may hold the GET stream for server-initiated messages (see
+``open_get_stream``); a stream the server closes is reopened after its ``retry:`` hint, with
+``Last-Event-ID``, so nothing is lost in between. Dropped request streams are resumed the same
+way; one that cannot be resumed fails the connection.
+
+Failures of one call do not end the connection where it is safe to tell:
+
+* a request the server never received (connection refused, reset while sending) fails
+  with :class:`RequestNotSent`;
+* an HTTP error whose body is a JSON-RPC error fails with :class:`~mcp_sync.errors.McpError`
+  (its ``http_status`` set), another 4xx (but 401, 403 and a session's 404) with
+  :class:`HttpError`;
+* an answer over ``max_response_bytes`` (JSON) or an SSE event over ``max_event_bytes`` on
+  the request's stream fails with :class:`ResponseTooLarge` (and the request is cancelled
+  on the server). An oversize event on the GET stream is skipped: the stream is reopened
+  after it (``Last-Event-ID``) when the event's id came first, else read through and
+  discarded. Memory stays bounded either way.
+
 :meth:`HttpClientTransport.close` ends the session with ``DELETE``.
 """
 
@@ -21,16 +42,35 @@ import json
 import logging
 import queue
 import socket
+import ssl
 import threading
-from typing import Any, Mapping
+from dataclasses import dataclass
+from typing import Any, Callable, Mapping
 
-from ..errors import ConnectionClosed
+from ..errors import ConnectionClosed, McpError
 from ..jsonrpc import id_key, is_valid_id
-from .sse import SseParser
+from .sse import Oversize, SseParser
 
-__all__ = ["HttpClientTransport", "HttpError", "SessionEnded"]
+__all__ = [
+    "HttpClientTransport",
+    "HttpError",
+    "SessionEnded",
+    "RequestNotSent",
+    "ResponseTooLarge",
+    "ReconnectPolicy",
+    "MAX_EVENT_BYTES",
+    "MAX_RESPONSE_BYTES",
+]
 
 _log = logging.getLogger("mcp_sync.http_client")
+
+MAX_EVENT_BYTES = 8 * 1024 * 1024
+"""Default bound of one SSE event the client reads (``max_event_bytes``)."""
+
+MAX_RESPONSE_BYTES = 8 * 1024 * 1024
+"""Default bound of one JSON answer body the client reads (``max_response_bytes``)."""
+
+_ERROR_DETAIL_BYTES = 64 * 1024  # what is read of an HTTP error's body
 
 
 class HttpError(ConnectionClosed):
@@ -48,6 +88,54 @@ class SessionEnded(HttpError):
     """The server answered 404 for our session: it ended (or never existed)."""
 
 
+class RequestNotSent(ConnectionClosed):
+    """This request never reached the server (connection refused, or reset before its body
+    was sent): the server did not run it, so it is safe to send again. Unlike other
+    :class:`~mcp_sync.errors.ConnectionClosed` errors, only this call failed: the
+    connection stays up (code that catches ``ConnectionClosed`` for an unreachable server
+    still catches it)."""
+
+
+class ResponseTooLarge(Exception):
+    """The answer to this call (a JSON body, or an SSE event on its stream) is larger than
+    the client's limit; it was not read. The connection stays up.
+
+    Attributes:
+        limit: the limit in bytes (``max_response_bytes`` or ``max_event_bytes``).
+    """
+
+    def __init__(self, message: str, limit: int) -> None:
+        super().__init__(message)
+        self.limit = limit
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (str(self), self.limit))
+
+
+@dataclass(frozen=True)
+class ReconnectPolicy:
+    """How the HTTP client reopens SSE streams: the GET stream, and a request's stream that
+    broke before its answer (resumed with ``Last-Event-ID``).
+
+    The n-th consecutive failure waits ``delay * backoff ** (n - 1)`` seconds, at most
+    ``max_delay``; after ``attempts`` of them the client gives up (a request's answer is then
+    lost: the connection fails; a GET stream that cannot reach the server fails it too). A
+    stream the server closed normally is reopened after its ``retry:`` hint (or ``delay``)
+    and counts as no failure; so does a 503/429 answer to a GET (too many streams on the
+    server), retried after its ``Retry-After`` (at most ``max_delay``) for as long as the
+    client lives.
+    """
+
+    attempts: int = 3
+    delay: float = 0.5
+    max_delay: float = 30.0
+    backoff: float = 2.0
+
+    def wait(self, failures: int) -> float:
+        """Seconds to wait after the ``failures``-th consecutive failure."""
+        return float(min(self.max_delay, self.delay * self.backoff ** max(0, failures - 1)))
+
+
 def _httpx() -> Any:
     try:
         import httpx
@@ -56,16 +144,41 @@ def _httpx() -> Any:
     return httpx
 
 
+class _SendTrace:
+    """What httpcore's ``trace`` extension told about one request: whether its body was
+    written in full (then a cancel may follow it), and whether tracing works at all."""
+
+    def __init__(self, written: threading.Event | None) -> None:
+        self.written = written
+        self.traced = False
+        self.body_sent = False
+
+    def __call__(self, name: str, info: Any) -> None:
+        self.traced = True
+        if name.endswith("send_request_body.complete"):
+            self.body_sent = True
+            if self.written is not None:
+                self.written.set()
+
+
 class HttpClientTransport:
     """A transport that speaks Streamable HTTP to ``url``.
 
     Args:
         url: the MCP endpoint, e.g. ``http://127.0.0.1:8000/mcp``.
         headers: extra headers for every request (for example ``Authorization``).
-        connect_timeout: seconds to establish a connection.
-        reconnect_attempts: how many times a dropped SSE stream is resumed.
-        reconnect_delay: seconds between attempts (the server's ``retry:`` wins).
-        open_get_stream: open the GET stream for server-initiated messages.
+        auth: any ``httpx.Auth`` (an auth flow may refresh a token on 401 and retry).
+        http_client: an ``httpx.Client`` to use (TLS, proxies, limits); it is not closed by
+            :meth:`close`. Its read timeout is not used: SSE streams stay open while idle
+            (calls have ``timeout=``). Without it the transport makes its own, which for an
+            ``http://`` URL loads no certificate bundle.
+        connect_timeout: seconds to establish a connection (own client only).
+        reconnect: how SSE streams are reopened (:class:`ReconnectPolicy`).
+        open_get_stream: open the GET stream for server-initiated messages after the
+            handshake. :meth:`Client.http <mcp_sync.client.Client.http>` opens it only for a
+            client that has something to receive on it.
+        max_event_bytes: the largest SSE event read (:data:`MAX_EVENT_BYTES`).
+        max_response_bytes: the largest JSON answer read (:data:`MAX_RESPONSE_BYTES`).
     """
 
     def __init__(
@@ -73,22 +186,39 @@ class HttpClientTransport:
         url: str,
         headers: Mapping[str, str] | None = None,
         *,
+        auth: Any = None,
+        http_client: Any = None,
         connect_timeout: float = 10.0,
-        reconnect_attempts: int = 3,
-        reconnect_delay: float = 0.5,
+        reconnect: ReconnectPolicy | None = None,
         open_get_stream: bool = True,
+        max_event_bytes: int = MAX_EVENT_BYTES,
+        max_response_bytes: int = MAX_RESPONSE_BYTES,
     ) -> None:
         httpx = _httpx()
         self.url = url
         self._headers = dict(headers or {})
-        self._client = httpx.Client(
-            headers=self._headers,
-            timeout=httpx.Timeout(connect=connect_timeout, read=None, write=30.0, pool=None),
-            limits=httpx.Limits(max_connections=None, max_keepalive_connections=32),
-        )
-        self._reconnect_attempts = reconnect_attempts
-        self._reconnect_delay = reconnect_delay
+        self._auth = auth if auth is not None else httpx.USE_CLIENT_DEFAULT
+        if http_client is None:
+            options: dict[str, Any] = {}
+            if url.lower().startswith("http://"):
+                # plain HTTP never needs the CA bundle, whose loading costs tens of ms; a
+                # context that trusts nothing fails closed should TLS ever be attempted
+                options["verify"] = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+            self._client = httpx.Client(
+                timeout=httpx.Timeout(connect=connect_timeout, read=None, write=30.0, pool=None),
+                limits=httpx.Limits(max_connections=None, max_keepalive_connections=32),
+                **options,
+            )
+            self._owns_client = True
+        else:
+            self._client = http_client
+            self._owns_client = False
+        base = self._client.timeout
+        self._timeout = httpx.Timeout(connect=base.connect, read=None, write=base.write, pool=base.pool)
+        self._reconnect = reconnect or ReconnectPolicy()
         self._open_get = open_get_stream
+        self._max_event_bytes = max_event_bytes
+        self._max_response_bytes = max_response_bytes
         self._inbox: queue.SimpleQueue[bytes | None] = queue.SimpleQueue()
         self._lock = threading.Lock()
         self._responses: set[Any] = set()
@@ -96,14 +226,20 @@ class HttpClientTransport:
         self._closed = threading.Event()
         self._get_started = False
         self._failure: BaseException | None = None
+        self._fail_call: Callable[..., bool] | None = None
         # ids of our requests we cancelled: their streams end without an answer, by design
         self._cancelled: set[tuple[type, Any]] = set()
-        # requests whose POST has not got its answer headers yet (a cancel waits for them)
+        # requests whose body is not written yet (a cancel waits for it)
         self._posted: dict[tuple[type, Any], threading.Event] = {}
         self._outgoing: queue.SimpleQueue[tuple[bytes, Any] | None] = queue.SimpleQueue()
         self._sender: threading.Thread | None = None
         self.session_id: str | None = None
         self.protocol_version: str | None = None
+
+    def bind_call_failure(self, fail_call: Callable[..., bool]) -> None:
+        """Called by the endpoint: ``fail_call(request_id, exception, cancel=...)`` fails one
+        call without ending the connection."""
+        self._fail_call = fail_call
 
     # -- transport interface ------------------------------------------------------------------
     def read_line(self) -> bytes | None:
@@ -123,8 +259,8 @@ class HttpClientTransport:
         ``initialize`` and ``notifications/initialized`` are POSTed here and now (nothing
         else may go before them). Every later request is POSTed by a thread of its own,
         which then reads its answer; notifications and responses are POSTed in order by
-        one sender thread, and a ``notifications/cancelled`` only after its request's POST
-        got through. So neither a slow server nor a cancellation ever stalls the caller.
+        one sender thread, and a ``notifications/cancelled`` only after its request's body
+        was written. So neither a slow server nor a cancellation ever stalls the caller.
         """
         if self._closed.is_set():
             raise ConnectionClosed("the HTTP transport is closed")
@@ -137,12 +273,12 @@ class HttpClientTransport:
                 self._start_get_stream()
             return
         if is_request:
-            posted = threading.Event()
+            written = threading.Event()
             key = _key(message["id"])
             if key is not None:
                 with self._lock:
-                    self._posted[key] = posted
-            self._start(self._post_request, data, message, posted, f"mcp_sync-http-request-{message['id']}")
+                    self._posted[key] = written
+            self._start(self._post_request, data, message, written, f"mcp_sync-http-request-{message['id']}")
             return
         if method == "notifications/cancelled":
             params = message.get("params")
@@ -157,23 +293,45 @@ class HttpClientTransport:
                 self._sender.start()
         self._outgoing.put((data, message))
 
-    def _post(self, data: bytes, message: Any, is_request: bool, *, stream_inline: bool, posted: threading.Event | None = None) -> None:
+    def _send(self, method: str, headers: dict[str, str], content: bytes | None = None, trace: _SendTrace | None = None) -> Any:
+        """Send one HTTP request with the auth and per-request timeouts; the streaming
+        response (raises httpx errors)."""
+        extensions = {"trace": trace} if trace is not None else None
+        request = self._client.build_request(
+            method, self.url, content=content, headers={**self._headers, **headers}, timeout=self._timeout, extensions=extensions
+        )
+        return self._client.send(request, stream=True, auth=self._auth)
+
+    def _post(self, data: bytes, message: Any, is_request: bool, *, stream_inline: bool, written: threading.Event | None = None) -> None:
         """POST one message and route its answer (JSON body or SSE stream) to the inbox."""
         httpx = _httpx()
-        request = self._client.build_request("POST", self.url, content=data.rstrip(b"\n"), headers=self._request_headers())
+        request_id = message.get("id") if is_request else None
+        trace = _SendTrace(written)
         try:
             try:
-                response = self._client.send(request, stream=True)
+                response = self._send("POST", self._request_headers(), data.rstrip(b"\n"), trace)
             except httpx.HTTPError as exc:
+                if is_request and not trace.body_sent and (trace.traced or isinstance(exc, httpx.ConnectError)):
+                    # the server cannot have read it: fail this call only
+                    failure = RequestNotSent(f"HTTP POST to {self.url} failed: {exc} ({message.get('method')} did not reach the server)")
+                    self._fail_one(request_id, failure)
+                    return
                 raise ConnectionClosed(f"HTTP POST to {self.url} failed: {exc}") from exc
         finally:
-            if posted is not None:
-                posted.set()
-        try:
-            self._check(response)
-        except BaseException:
-            response.close()
-            raise
+            if written is not None:
+                written.set()
+        if response.status_code >= 400:
+            try:
+                refusal = self._refusal(response)
+            finally:
+                response.close()
+            if is_request and _concerns_this_request(refusal):
+                self._fail_one(request_id, refusal)
+                return
+            if isinstance(refusal, McpError):
+                _log.warning("the server refused a %s: %s (HTTP %s)", message.get("method", "response"), refusal, refusal.http_status)
+                return
+            raise refusal
         if is_request and message.get("method") == "initialize":
             session_id = response.headers.get("mcp-session-id")
             if session_id:
@@ -183,28 +341,49 @@ class HttpClientTransport:
             response.close()
         elif content_type.startswith("text/event-stream"):
             if stream_inline:
-                self._read_stream(response, message.get("id"))
+                self._read_stream(response, request_id)
             else:
-                self._start(self._read_stream, response, message.get("id"), f"mcp_sync-http-stream-{message.get('id')}")
+                self._start(self._read_stream, response, request_id, f"mcp_sync-http-stream-{request_id}")
         else:
-            try:
-                body = response.read()
-            finally:
-                response.close()
-            if body.strip():
-                self._deliver(body)
+            self._read_json(response, request_id)
 
-    def _post_request(self, data: bytes, message: Any, posted: threading.Event) -> None:
+    def _read_json(self, response: Any, request_id: Any) -> None:
+        """Read a JSON answer of at most ``max_response_bytes`` into the inbox; a larger one
+        fails its call (the rest is not read)."""
+        limit = self._max_response_bytes
+        chunks: list[bytes] = []
+        size = 0
+        try:
+            length = response.headers.get("content-length", "")
+            if length.isdigit() and int(length) > limit:
+                size = int(length)
+            else:
+                for chunk in response.iter_bytes():
+                    size += len(chunk)
+                    if size > limit:
+                        break
+                    chunks.append(chunk)
+        finally:
+            response.close()
+        if size > limit:
+            _log.warning("dropped a JSON answer over max_response_bytes (%d)", limit)
+            self._fail_one(request_id, ResponseTooLarge(f"the answer is larger than max_response_bytes ({limit} bytes)", limit))
+            return
+        body = b"".join(chunks)
+        if body.strip():
+            self._deliver(body)
+
+    def _post_request(self, data: bytes, message: Any, written: threading.Event) -> None:
         """Thread body: POST a request and read its answer."""
         try:
-            self._post(data, message, True, stream_inline=True, posted=posted)
+            self._post(data, message, True, stream_inline=True, written=written)
         except ConnectionClosed as exc:
             self._fail(exc)
         finally:
-            posted.set()
+            written.set()
             key = _key(message.get("id"))
             with self._lock:
-                if key is not None and self._posted.get(key) is posted:
+                if key is not None and self._posted.get(key) is written:
                     del self._posted[key]
 
     def _send_loop(self) -> None:
@@ -218,8 +397,8 @@ class HttpClientTransport:
                 params = message.get("params")
                 key = _key(params.get("requestId")) if isinstance(params, dict) else None
                 with self._lock:
-                    posted = self._posted.get(key) if key is not None else None
-                while posted is not None and not posted.wait(0.1):  # after its request, never before
+                    written = self._posted.get(key) if key is not None else None
+                while written is not None and not written.wait(0.1):  # after its request, never before
                     if self._closed.is_set():
                         return
             try:
@@ -232,7 +411,8 @@ class HttpClientTransport:
                 return
 
     def close(self) -> None:
-        """End the session (``DELETE``), close every stream, join the reader threads."""
+        """End the session (``DELETE``), close every stream, join the reader threads. A
+        user-supplied ``http_client`` stays open."""
         if self._closed.is_set():
             return
         with self._lock:
@@ -242,7 +422,10 @@ class HttpClientTransport:
             sender.join(2.0)
         if self.session_id is not None:
             try:
-                self._client.delete(self.url, headers=self._request_headers(), timeout=5.0)
+                headers = self._request_headers()
+                headers.pop("Content-Type", None)
+                request = self._client.build_request("DELETE", self.url, headers={**self._headers, **headers}, timeout=5.0)
+                self._client.send(request, auth=self._auth).close()
             except Exception:
                 _log.debug("DELETE of the session failed", exc_info=True)
         self._closed.set()
@@ -256,7 +439,8 @@ class HttpClientTransport:
         for thread in threads:
             if thread is not current:
                 thread.join(5.0)
-        self._client.close()
+        if self._owns_client:
+            self._client.close()
 
     # -- helpers ------------------------------------------------------------------------------
     def _request_headers(self, *, accept: str = "application/json, text/event-stream") -> dict[str, str]:
@@ -267,21 +451,29 @@ class HttpClientTransport:
             headers["MCP-Protocol-Version"] = self.protocol_version
         return headers
 
-    def _check(self, response: Any) -> None:
+    def _refusal(self, response: Any) -> ConnectionClosed | McpError:
+        """What an HTTP error answer means: a JSON-RPC error for one call
+        (:class:`~mcp_sync.errors.McpError`), or the end of the connection."""
         status = response.status_code
-        if status < 400:
-            return
-        try:
-            detail = response.read().decode("utf-8", "replace")[:200]
-        except Exception:
-            detail = ""
+        body = _read_some(response, _ERROR_DETAIL_BYTES)
         if status == 404 and self.session_id is not None:
-            raise SessionEnded(404, f"the server ended the MCP session (HTTP 404): {detail}".rstrip(": "))
+            return SessionEnded(404, _detail("the server ended the MCP session (HTTP 404)", body))
         if status == 401:
-            raise HttpError(401, f"the server requires authentication (HTTP 401): {detail}".rstrip(": "))
+            return HttpError(401, _detail("the server requires authentication (HTTP 401)", body))
         if status == 403:
-            raise HttpError(403, f"the server refused access (HTTP 403): {detail}".rstrip(": "))
-        raise HttpError(status, f"HTTP {status} from {self.url}: {detail}".rstrip(": "))
+            return HttpError(403, _detail("the server refused access (HTTP 403)", body))
+        error = _jsonrpc_error(body)
+        if error is not None:
+            error.http_status = status
+            return error
+        return HttpError(status, _detail(f"HTTP {status} from {self.url}", body))
+
+    def _fail_one(self, request_id: Any, failure: BaseException, *, cancel: bool = False) -> None:
+        """Fail the call ``request_id`` only; without an endpoint to do that, the connection."""
+        if self._fail_call is not None and is_valid_id(request_id):
+            self._fail_call(request_id, failure, cancel=cancel)
+            return
+        self._fail(ConnectionClosed(str(failure)))
 
     def _fail(self, failure: BaseException) -> None:
         """End the connection: the endpoint's reader gets ``failure`` from :meth:`read_line`."""
@@ -324,44 +516,64 @@ class HttpClientTransport:
             with self._lock:
                 self._threads.discard(threading.current_thread())
 
-    def _consume(self, response: Any, parser: SseParser, answer_to: Any = None) -> bool:
+    def _consume(self, response: Any, parser: SseParser, answer_to: Any = None) -> bool | Oversize:
         """Feed one SSE response into the inbox. True if it ended normally and, when
-        ``answer_to`` is a request id, carried the answer to that request."""
+        ``answer_to`` is a request id, carried the answer to that request; the
+        :class:`~mcp_sync.transports.sse.Oversize` marker when an event passed
+        ``max_event_bytes`` on a request's stream, or on the GET stream when the event's id
+        is known (the stream is then abandoned; otherwise the event is skipped)."""
         with self._lock:
             self._responses.add(response)
+        parser.new_stream()
         answered = answer_to is None
         try:
-            for line in response.iter_lines():
-                event = parser.feed(line)
-                if event is not None and event[1] == "message" and event[2].strip():
-                    data = event[2].encode()
-                    if not answered and _answers(data, answer_to):
-                        answered = True
-                    self._deliver(data)
+            for chunk in response.iter_bytes():
+                for event in parser.feed_bytes(chunk):
+                    if isinstance(event, Oversize):
+                        _log.warning("dropped an SSE event over max_event_bytes (%d)", self._max_event_bytes)
+                        if answer_to is not None or event.id_known:
+                            return event
+                        continue
+                    if event[1] == "message" and event[2].strip():
+                        data = event[2].encode()
+                        if not answered and _answers(data, answer_to):
+                            answered = True
+                        self._deliver(data)
             return answered
         except Exception:
             return False
         finally:
             with self._lock:
                 self._responses.discard(response)
-            response.close()
+            response.close()  # unread body left: httpx closes that connection
 
     def _read_stream(self, response: Any, request_id: Any) -> None:
-        parser = SseParser()
+        parser = SseParser(self._max_event_bytes)
         try:
-            if self._consume(response, parser, request_id) or self._was_cancelled(request_id):
+            outcome = self._consume(response, parser, request_id)
+            if outcome is True or self._was_cancelled(request_id):
+                return
+            if isinstance(outcome, Oversize):
+                self._fail_oversize(request_id)
                 return
             # the stream ended without the answer: resume it with Last-Event-ID
             if not self._resume(parser, request_id) and not self._closed.is_set():
                 # the answer is lost for good: fail the connection rather than leave the
                 # call waiting for ever -- with SessionEnded if that is why (a GET says)
-                probe, _ = self._get(None)
+                probe, _, _ = self._get(None)
                 if probe is not None:
                     _abort(probe)
                 self._fail(ConnectionClosed(f"the answer stream of request {request_id!r} broke and could not be resumed"))
         finally:
             with self._lock:
                 self._cancelled.discard(_key(request_id))
+
+    def _fail_oversize(self, request_id: Any) -> None:
+        """An event on this request's stream is over the limit: fail the call, and cancel
+        the request on the server (the event may have been a notification, the work goes on)."""
+        limit = self._max_event_bytes
+        failure = ResponseTooLarge(f"an SSE event of this call is larger than max_event_bytes ({limit} bytes)", limit)
+        self._fail_one(request_id, failure, cancel=True)
 
     def _was_cancelled(self, request_id: Any) -> bool:
         """True if we cancelled ``request_id``: its stream ends with no answer, by design."""
@@ -370,48 +582,53 @@ class HttpClientTransport:
 
     def _resume(self, parser: SseParser, request_id: Any) -> bool:
         """Resume a request's stream with ``Last-Event-ID``; True once the answer came (or
-        the request was cancelled by us)."""
-        attempts = 0
-        while not self._closed.is_set() and parser.last_event_id and attempts < self._reconnect_attempts:
-            attempts += 1
-            delay = (parser.retry_ms / 1000) if parser.retry_ms else self._reconnect_delay
+        the request was cancelled by us, or failed for an oversize event)."""
+        failures = 0
+        while not self._closed.is_set() and parser.last_event_id and failures < self._reconnect.attempts:
+            failures += 1
+            delay = (parser.retry_ms / 1000) if parser.retry_ms is not None else self._reconnect.wait(failures)
             if self._closed.wait(delay):
                 return False
-            response, _ = self._get(parser.last_event_id)
+            response, _, _ = self._get(parser.last_event_id)
             if response is None:
                 if self._failure is not None:
                     return False
                 continue
-            if self._consume(response, parser, request_id) or self._was_cancelled(request_id):
+            outcome = self._consume(response, parser, request_id)
+            if isinstance(outcome, Oversize):
+                self._fail_oversize(request_id)
+                return True
+            if outcome or self._was_cancelled(request_id):
                 return True
         return self._was_cancelled(request_id)
 
-    def _get(self, last_event_id: str | None) -> tuple[Any, Any]:
-        """Open a GET stream: ``(response, None)``, or ``(None, why)`` with an HTTP status or
-        an httpx error. A 404 means the server ended the session: the connection fails with
-        :class:`SessionEnded`."""
+    def _get(self, last_event_id: str | None) -> tuple[Any, Any, float | None]:
+        """Open a GET stream: ``(response, None, None)``, or ``(None, why, retry_after)``
+        with an HTTP status or an httpx error. A 404 means the server ended the session:
+        the connection fails with :class:`SessionEnded`."""
         headers = self._request_headers(accept="text/event-stream")
         headers.pop("Content-Type", None)
         if last_event_id:
             headers["Last-Event-ID"] = last_event_id
         httpx = _httpx()
         try:
-            response = self._client.send(self._client.build_request("GET", self.url, headers=headers), stream=True)
+            response = self._send("GET", headers)
         except httpx.HTTPError as exc:
-            return None, exc
+            return None, exc, None
         status = response.status_code
         if status == 404 and self.session_id is not None:
             try:
-                self._check(response)
-            except SessionEnded as exc:
-                self._fail(exc)
+                refusal = self._refusal(response)
             finally:
                 response.close()
-            return None, status
+            if isinstance(refusal, SessionEnded):
+                self._fail(refusal)
+            return None, status, None
         if status != 200 or not response.headers.get("content-type", "").startswith("text/event-stream"):
+            retry_after = response.headers.get("retry-after", "")
             response.close()
-            return None, status
-        return response, None
+            return None, status, float(retry_after) if retry_after.isdigit() else None
+        return response, None, None
 
     def _start_get_stream(self) -> None:
         if not self._open_get or self._get_started:
@@ -420,32 +637,90 @@ class HttpClientTransport:
         self._start(self._hold_get_stream, "mcp_sync-http-get-stream")
 
     def _hold_get_stream(self) -> None:
+        """Thread body: keep the GET stream open, reopening it (with ``Last-Event-ID``) when
+        the server closes it, after its ``retry:`` hint."""
         httpx = _httpx()
-        parser = SseParser()
+        parser = SseParser(self._max_event_bytes)
+        policy = self._reconnect
         failures = 0
         while not self._closed.is_set() and self._failure is None:
-            response, error = self._get(parser.last_event_id)
+            response, error, retry_after = self._get(parser.last_event_id)
             if response is None:
                 if error == 405 or self._failure is not None:
                     return  # the server offers no GET stream, or the session ended
+                if error in (429, 503):  # busy (too many streams): try again later
+                    wait = min(policy.max_delay, retry_after if retry_after is not None else policy.wait(failures + 1))
+                    if self._closed.wait(wait):
+                        return
+                    continue
+                if isinstance(error, int) and 400 <= error < 500:
+                    _log.warning("the server refused the GET stream (HTTP %d): no server-initiated messages", error)
+                    return
                 failures += 1
-                if failures > self._reconnect_attempts:
+                if failures > policy.attempts:
                     if isinstance(error, httpx.TransportError):
                         # the server is gone: fail the pending calls rather than leave them hanging
                         self._fail(ConnectionClosed(f"lost the connection to {self.url}: {error}"))
                     return
-                if self._closed.wait(self._reconnect_delay * failures):
+                if self._closed.wait(policy.wait(failures)):
                     return
                 continue
             failures = 0
-            self._consume(response, parser)
-            if self._closed.wait(self._reconnect_delay):
+            outcome = self._consume(response, parser)
+            if isinstance(outcome, Oversize):
+                continue  # reopen at once, after the oversize event
+            wait = parser.retry_ms / 1000 if parser.retry_ms is not None else policy.delay
+            if self._closed.wait(wait):
                 return
+
+
+def _concerns_this_request(refusal: BaseException) -> bool:
+    """True for an HTTP error that refuses one request, not the session: a JSON-RPC error,
+    or a 4xx other than 401/403 (authentication) and 404 (the session ended)."""
+    if isinstance(refusal, McpError):
+        return True
+    return isinstance(refusal, HttpError) and not isinstance(refusal, SessionEnded) and 400 <= refusal.status < 500 and refusal.status not in (401, 403)
 
 
 def _key(request_id: Any) -> tuple[type, Any] | None:
     """The id's key (type included), or ``None`` for a value that is not a valid id."""
     return id_key(request_id) if is_valid_id(request_id) else None
+
+
+def _read_some(response: Any, limit: int) -> bytes:
+    """Up to ``limit`` bytes of a response's body ('' if it cannot be read)."""
+    chunks: list[bytes] = []
+    size = 0
+    try:
+        for chunk in response.iter_bytes():
+            chunks.append(chunk)
+            size += len(chunk)
+            if size >= limit:
+                break
+    except Exception:
+        pass
+    return b"".join(chunks)[:limit]
+
+
+def _detail(prefix: str, body: bytes) -> str:
+    detail = body.decode("utf-8", "replace")[:200].strip()
+    return f"{prefix}: {detail}" if detail else prefix
+
+
+def _jsonrpc_error(body: bytes) -> McpError | None:
+    """The :class:`~mcp_sync.errors.McpError` an HTTP error body carries, if it is a
+    JSON-RPC error response."""
+    try:
+        message = json.loads(body)
+    except ValueError:
+        return None
+    error = message.get("error") if isinstance(message, dict) and "result" not in message else None
+    if not isinstance(error, dict):
+        return None
+    code, text = error.get("code"), error.get("message")
+    if not isinstance(code, int) or isinstance(code, bool) or not isinstance(text, str):
+        return None
+    return McpError(code, text, error.get("data"))
 
 
 def _abort(response: Any) -> None:

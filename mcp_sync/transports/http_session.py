@@ -9,6 +9,13 @@ directly. What the endpoint writes is routed by the inbound request it relates t
 * everything else goes on the session's standalone stream (the one a GET opens).
 
 When *X* is cancelled, its stream is ended without a response (:meth:`inbound_cancelled`).
+
+A client POSTs a request and its ``notifications/cancelled`` on different connections, so two
+WSGI threads may hand them over in the wrong order. A cancel for a request this session has
+not received yet is kept (at most :data:`EARLY_CANCELS` per session, each at most
+:data:`EARLY_CANCEL_BYTES`) and delivered right after
+that request (:meth:`HttpSessionTransport.cancel_arrived`,
+:meth:`HttpSessionTransport.request_received`): request ids are never reused in a session.
 """
 
 from __future__ import annotations
@@ -19,12 +26,18 @@ import threading
 from collections import OrderedDict
 from typing import Any
 
-from ..jsonrpc import RequestId, id_key
+from ..jsonrpc import RequestId, id_key, is_valid_id
 from .sse import EventStream
 
-__all__ = ["HttpSessionTransport"]
+__all__ = ["HttpSessionTransport", "EARLY_CANCELS", "EARLY_CANCEL_BYTES"]
 
 _KEPT_ENDED_STREAMS = 64
+
+EARLY_CANCELS = 64
+"""Cancellations kept per session for requests that have not arrived yet (oldest dropped)."""
+
+EARLY_CANCEL_BYTES = 4096
+"""A cancellation longer than this (a huge id or reason) is not kept for a later request."""
 
 
 class HttpSessionTransport:
@@ -36,6 +49,10 @@ class HttpSessionTransport:
         self._lock = threading.Lock()
         self._by_request: dict[tuple[type, RequestId], EventStream] = {}
         self._json_mode: set[tuple[type, RequestId]] = set()
+        # requests the endpoint has registered (a cancel for them is delivered at once)
+        self._received: set[tuple[type, RequestId]] = set()
+        # cancels that came before their request: key -> the notification's line
+        self._early: OrderedDict[tuple[type, RequestId], bytes] = OrderedDict()
         self._streams: OrderedDict[str, EventStream] = OrderedDict()
         self.standalone = EventStream("s-" + secrets.token_hex(4), replay)
         self._streams[self.standalone.id] = self.standalone
@@ -56,6 +73,31 @@ class HttpSessionTransport:
             self._streams[stream.id] = stream
             self._trim()
         return stream
+
+    def request_received(self, request_id: RequestId) -> bytes | None:
+        """The endpoint has registered request ``request_id``: from now on a cancel for it
+        is delivered at once. Returns the line of a cancel that came first, to deliver now."""
+        key = id_key(request_id)
+        with self._lock:
+            if key in self._by_request:
+                self._received.add(key)
+            return self._early.pop(key, None)
+
+    def cancel_arrived(self, request_id: Any, line: bytes) -> bool:
+        """A ``notifications/cancelled`` for ``request_id`` arrived. True: deliver it to the
+        endpoint now. False: its request has not been received yet; ``line`` is kept and
+        handed back by :meth:`request_received`."""
+        if not is_valid_id(request_id) or len(line) > EARLY_CANCEL_BYTES:
+            return True  # the endpoint drops it (malformed), or handles it now if it can
+        key = id_key(request_id)
+        with self._lock:
+            if key in self._received:
+                return True
+            self._early[key] = line
+            self._early.move_to_end(key)
+            while len(self._early) > EARLY_CANCELS:
+                self._early.popitem(last=False)
+            return False
 
     def stream(self, stream_id: str) -> EventStream | None:
         """A stream by id (for ``Last-Event-ID`` resumption)."""
@@ -96,8 +138,7 @@ class HttpSessionTransport:
                 is_response = _is_response_to(data, related)
                 if is_response:
                     with self._lock:
-                        self._by_request.pop(key, None)
-                        self._json_mode.discard(key)
+                        self._forget_request(key)
                     stream.push(data, last=True)
                     return
                 if not json_mode and stream.push(data):
@@ -108,10 +149,15 @@ class HttpSessionTransport:
         """The request was cancelled: end its stream, which will carry no response."""
         key = id_key(request_id)
         with self._lock:
-            stream = self._by_request.pop(key, None)
-            self._json_mode.discard(key)
+            stream = self._forget_request(key)
         if stream is not None:
             stream.end()
+
+    def _forget_request(self, key: tuple[type, RequestId]) -> EventStream | None:
+        """The request ended (answered or cancelled): drop what routes to it. Lock held."""
+        self._json_mode.discard(key)
+        self._received.discard(key)
+        return self._by_request.pop(key, None)
 
     def close(self) -> None:
         """End every stream."""
@@ -119,6 +165,8 @@ class HttpSessionTransport:
         with self._lock:
             streams = list(self._streams.values())
             self._by_request.clear()
+            self._received.clear()
+            self._early.clear()
         for stream in streams:
             stream.end()
 

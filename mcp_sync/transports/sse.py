@@ -9,12 +9,21 @@ with ``Last-Event-ID``.
 
 from __future__ import annotations
 
+import re
 import threading
 import time
 from collections import deque
-from typing import Iterator
+from typing import Iterator, Optional, Tuple
 
-__all__ = ["EventStream", "MAX_EVENT_NUMBER_DIGITS", "SseParser", "format_event", "parse_event_id"]
+__all__ = [
+    "EventStream",
+    "MAX_EVENT_NUMBER_DIGITS",
+    "Oversize",
+    "SseEvent",
+    "SseParser",
+    "format_event",
+    "parse_event_id",
+]
 
 MAX_EVENT_NUMBER_DIGITS = 18
 """The longest event number :func:`parse_event_id` accepts (a stream would need 10**18
@@ -92,10 +101,19 @@ class EventStream:
             self._ended = True
             self._cond.notify_all()
 
-    def events(self, after: int | None = None, *, keepalive: float = 15.0, stop: threading.Event | None = None) -> Iterator[bytes]:
+    def events(
+        self,
+        after: int | None = None,
+        *,
+        keepalive: float = 15.0,
+        stop: threading.Event | None = None,
+        until: float | None = None,
+    ) -> Iterator[bytes]:
         """Yield formatted SSE events after sequence number ``after`` (default: the ones not
         yet delivered), and a keep-alive comment after ``keepalive`` idle seconds, until the
-        stream ends or ``stop`` is set.
+        stream ends, ``stop`` is set or the :func:`time.monotonic` time ``until`` passes
+        (every event pushed before then is yielded first; later ones stay in the replay
+        buffer for the next consumer).
 
         The first event is a *priming* event: an id and no data (the 2025-11-25 transport
         says a server SHOULD send one at once), so a client that loses the connection before
@@ -116,10 +134,13 @@ class EventStream:
                             break
                         if self._ended or (stop is not None and stop.is_set()):
                             return
-                        remaining = deadline - time.monotonic()
+                        now = time.monotonic()
+                        if until is not None and now >= until:
+                            return
+                        remaining = deadline - now
                         if remaining <= 0:
                             break
-                        self._cond.wait(min(remaining, 0.5))
+                        self._cond.wait(min(remaining, 0.5, until - now) if until is not None else min(remaining, 0.5))
                 if not pending:
                     yield b": keep-alive\n\n"
                     continue
@@ -151,28 +172,130 @@ class EventStream:
                 self._cond.wait(min(remaining, 0.5))
 
 
+class Oversize:
+    """What :meth:`SseParser.feed_bytes` returns for an event larger than its limit (its data
+    is discarded; the parser skips the rest of it).
+
+    Attributes:
+        id_known: True when the event's own ``id:`` line came before the overflow, so
+            :attr:`SseParser.last_event_id` already names it (a client can resume *after*
+            it instead of reading the rest).
+    """
+
+    __slots__ = ("id_known",)
+
+    def __init__(self, id_known: bool) -> None:
+        self.id_known = id_known
+
+    def __repr__(self) -> str:
+        return f"Oversize(id_known={self.id_known})"
+
+
+SseEvent = Tuple[Optional[str], str, str]
+"""A finished event: ``(event id, event type, data)``."""
+
+_LINE_END = re.compile(rb"\r\n|\r|\n")
+
+
 class SseParser:
     """Incremental parser of an SSE byte stream (``text/event-stream``).
 
-    Feed it lines (without newlines); it returns ``(event_id, event_type, data)`` when an
-    event is complete. Comments and unknown fields are ignored.
+    Feed it lines (without newlines, :meth:`feed`) or raw bytes as they arrive
+    (:meth:`feed_bytes`); it returns ``(event_id, event_type, data)`` when an event is
+    complete. Comments and unknown fields are ignored.
+
+    Args:
+        max_event_bytes: with :meth:`feed_bytes`, an event whose lines add up to more than
+            this is not kept: the parser reports :class:`Oversize` once and discards the
+            event's bytes as they come, so memory stays bounded whatever the peer sends.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, max_event_bytes: int | None = None) -> None:
         self._data: list[str] = []
         self._event = "message"
         self.last_event_id: str | None = None
         self.retry_ms: int | None = None
+        self.max_event_bytes = max_event_bytes
+        self._size = 0  # bytes of the current event's lines so far
+        self._partial: list[bytes] = []  # the start of a line whose end has not arrived
+        self._partial_size = 0
+        self._after_cr = False  # the last chunk ended with CR: a LF next is the same line end
+        self._discarding = False  # inside an oversize event
+        self._id_in_event = False
 
-    def feed(self, line: str) -> tuple[str | None, str, str] | None:
+    def new_stream(self) -> None:
+        """A new connection begins: forget any event or line the last one broke off in the
+        middle of (``last_event_id`` and ``retry_ms`` are kept, as SSE says)."""
+        self._reset_event()
+        self._partial, self._partial_size = [], 0
+        self._after_cr = False
+        self._discarding = False
+
+    def feed_bytes(self, chunk: bytes) -> list[SseEvent | Oversize]:
+        """Process raw bytes; returns the events they completed, in order (and an
+        :class:`Oversize` at the moment an event passes ``max_event_bytes``)."""
+        out: list[SseEvent | Oversize] = []
+        start = 0
+        if self._after_cr and chunk[:1] == b"\n":
+            start = 1
+        self._after_cr = False
+        for match in _LINE_END.finditer(chunk, start):
+            self._take(chunk[start : match.start()], out)
+            line = b"".join(self._partial)
+            self._partial, self._partial_size = [], 0
+            if match.group() == b"\r" and match.end() == len(chunk):
+                self._after_cr = True
+            start = match.end()
+            self._line(line, out)
+        self._take(chunk[start:], out)
+        return out
+
+    def _take(self, piece: bytes, out: list[SseEvent | Oversize]) -> None:
+        """Keep a piece of the current line, unless the event is already over its limit."""
+        if not piece or self._discarding:
+            return
+        self._partial_size += len(piece)
+        limit = self.max_event_bytes
+        if limit is not None and self._size + self._partial_size > limit:
+            self._overflow(out)
+            return
+        self._partial.append(piece)
+
+    def _overflow(self, out: list[SseEvent | Oversize]) -> None:
+        self._discarding = True
+        self._data = []
+        self._partial, self._partial_size = [], 0
+        out.append(Oversize(self._id_in_event))
+
+    def _line(self, raw: bytes, out: list[SseEvent | Oversize]) -> None:
+        if self._discarding:
+            if raw:  # still inside the oversize event: only its id matters
+                line = raw.decode("utf-8", "replace")
+                if line.startswith("id:"):
+                    self.feed(line)
+                return
+            self._discarding = False
+            self._reset_event()
+            return
+        self._size += len(raw) + 1
+        event = self.feed(raw.decode("utf-8", "replace"))
+        if event is not None:
+            out.append(event)
+
+    def _reset_event(self) -> None:
+        self._data = []
+        self._event = "message"
+        self._size = 0
+        self._id_in_event = False
+
+    def feed(self, line: str) -> SseEvent | None:
         """Process one line; returns a finished event or ``None``."""
         if line == "":
             if not self._data:
-                self._event = "message"
+                self._reset_event()
                 return None
             event = (self.last_event_id, self._event, "\n".join(self._data))
-            self._data = []
-            self._event = "message"
+            self._reset_event()
             return event
         if line.startswith(":"):
             return None
@@ -186,6 +309,7 @@ class SseParser:
         elif field == "id":
             if "\0" not in value:
                 self.last_event_id = value
+                self._id_in_event = True
         elif field == "retry" and value.isdigit():
             self.retry_ms = int(value)
         return None

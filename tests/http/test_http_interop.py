@@ -420,3 +420,73 @@ def test_official_client_ends_the_session_with_delete(official_client_run):
     deletes = [e for e in run.exchanges if e["method"] == "DELETE"]
     assert [e["status"] for e in deletes] == [200]
     assert run.sessions_after == 0
+
+
+def test_official_client_reconnects_after_our_stream_lifetime_and_misses_nothing():
+    """Our server closes the GET stream after ``stream_lifetime`` with a ``retry:`` hint; the
+    official client reconnects with Last-Event-ID, and a notification pushed while it was
+    away (its reconnect held at a gate) reaches it."""
+    from mcp_sync.http_app import serve_http
+
+    server = make_server(Probe(), name="lifetime")
+    held, release = threading.Event(), threading.Event()
+    resumes: list[str] = []
+
+    def log_to_every_session(text: str) -> None:  # on the standalone stream: related to no request
+        for session in app.sessions():
+            session.send_notification("notifications/message", {"level": "info", "data": text})
+
+    @server.tool()
+    def push() -> str:
+        """Send a log message to every session."""
+        log_to_every_session("one")
+        return "pushed"
+
+    @server.tool()
+    def push_while_away() -> str:
+        """Wait until the client's GET stream reconnects (held at the gate), notify, let it in."""
+        if not held.wait(WAIT):
+            return "the client never reconnected"
+        log_to_every_session("two")
+        release.set()
+        return "pushed"
+
+    app = server.wsgi_app(path="/mcp", stream_lifetime=0.5, stream_retry=0.05)
+
+    def gate(environ: dict[str, Any], start_response: Callable[..., Any]) -> Any:
+        if environ["REQUEST_METHOD"] == "GET" and environ.get("HTTP_LAST_EVENT_ID"):
+            resumes.append(environ["HTTP_LAST_EVENT_ID"])
+            held.set()
+            release.wait(WAIT * 2)
+        return app(environ, start_response)
+
+    gate.path = "/mcp"  # type: ignore[attr-defined]
+    gate.close = app.close  # type: ignore[attr-defined]
+    changed = "notifications/message"
+    steps = [
+        {"op": "call", "name": "push"},
+        {"op": "wait_wire", "method": changed, "count": 1},
+        {"op": "call", "name": "push_while_away"},
+        {"op": "wait_wire", "method": changed, "count": 2},
+        # a barrier: the peer's wire tap counts a message before handing it on, and exiting
+        # with one still in its hands fails the script; an answer after it proves it passed
+        {"op": "call", "name": "echo", "args": {"text": "barrier"}},
+    ]
+    handle = serve_http(gate, "127.0.0.1", 0)
+    try:
+        completed = subprocess.run(
+            [PYTHON, str(PEERS / "official_http_client.py"), handle.url, json.dumps(steps), "--overall-timeout", "30"],
+            capture_output=True,
+            timeout=START_LIMIT + 30,
+            env=_peer_env(),
+        )
+    finally:
+        release.set()
+        handle.stop()
+    assert completed.stdout.strip(), completed.stderr.decode()[-3000:]
+    output = json.loads(completed.stdout)
+    assert output["ok"], (output.get("error"), output["steps"])
+    assert output["steps"][2]["result"]["content"][0]["text"] == "pushed"
+    assert resumes and resumes[0].startswith("s-"), resumes
+    logged = [w["msg"]["params"]["data"] for w in output["wire"] if w["dir"] == "<<" and w["msg"].get("method") == changed]
+    assert logged == ["one", "two"], logged  # each once, in order

@@ -14,6 +14,8 @@ STEPS_JSON is a JSON list of steps, each {"op": ..., ...}:
     {"op": "cancel", "name": N, "args": {...}, "cancel_after": S, "grace": S}
         start tools/call with a progress callback; cancel the calling task at the first
         progress notification (or after cancel_after seconds), then watch for `grace` s
+    {"op": "wait_wire", "method": M, "count": N, "timeout": S}
+        wait until N messages with method M have come from the server (fails after S s)
 
 Prints ONE JSON object: {"ok", "protocolVersion", "serverInfo", "steps": [...],
 "callbacks": [...], "wire": [...]}. Wire entries are {"dir": ">>" (to the server) |
@@ -71,11 +73,19 @@ def build_callbacks(ns: argparse.Namespace) -> dict[str, Any]:
     return {"list_roots_callback": list_roots}
 
 
-async def run_step(client: Client, step: dict[str, Any]) -> dict[str, Any]:
+async def run_step(client: Client, step: dict[str, Any], tap: Tap) -> dict[str, Any]:
     op = step["op"]
     out: dict[str, Any] = {"op": op, "started_at": now()}
     try:
-        if op == "list":
+        if op == "wait_wire":
+            def seen() -> int:
+                return sum(1 for w in tap.wire if w["dir"] == "<<" and w["msg"].get("method") == step["method"])
+
+            with anyio.fail_after(step.get("timeout", 5.0)):
+                while seen() < step["count"]:
+                    await anyio.sleep(0.01)
+            out["seen"] = seen()
+        elif op == "list":
             result = await client.list_tools()
             out["tools"] = [t.name for t in result.tools]
         elif op == "call":
@@ -135,7 +145,7 @@ async def run(ns: argparse.Namespace) -> dict[str, Any]:
                 out["protocolVersion"] = client.protocol_version
                 out["serverInfo"] = dump(client.server_info)
                 for step in json.loads(ns.steps):
-                    out["steps"].append(await run_step(client, step))
+                    out["steps"].append(await run_step(client, step, tap))
         out["ok"] = all(step.get("ok") for step in out["steps"])
     except BaseException as e:
         if isinstance(e, KeyboardInterrupt):
