@@ -99,7 +99,7 @@ class _Scheduler:
             try:
                 assert callback is not None
                 callback()
-            except Exception:  # a failing callback must not stop other deadlines
+            except BaseException:  # a failing callback (SystemExit too) must not stop other deadlines
                 _log.exception("deadline callback failed")
 
 

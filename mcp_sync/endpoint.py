@@ -29,7 +29,7 @@ from typing import Any, Callable, Iterable
 
 from . import deadlines
 from .cancel import WAIT_SLICE, Cancelled, CancelToken
-from .errors import ConnectionClosed, McpError, RequestTimeout
+from .errors import ConnectionClosed, McpError, PeerMisbehaved, RequestTimeout, describe_base_exception
 from .jsonrpc import (
     INTERNAL_ERROR,
     ErrorResponse,
@@ -561,7 +561,7 @@ class Endpoint:
                     continue
                 try:
                     self.receive_line(line)
-                except Exception:  # survive any single bad message
+                except BaseException:  # survive any single bad message (or a callback's SystemExit)
                     _log.exception("%s: failed to process a message", self.name)
         except ConnectionClosed as exc:  # it already says what ended the connection
             reason = exc
@@ -659,6 +659,9 @@ class Endpoint:
         except Exception as exc:
             _log.debug("%s: handler for %s failed", self.name, request.method, exc_info=True)
             reply = encode(ErrorResponse(request.id, INTERNAL_ERROR, str(exc) or type(exc).__name__))
+        except BaseException as exc:  # SystemExit, KeyboardInterrupt, ...: answered, and the worker lives on
+            _log.error("%s: handler for %s raised %s", self.name, request.method, type(exc).__name__, exc_info=True)
+            reply = encode(ErrorResponse(request.id, INTERNAL_ERROR, describe_base_exception(exc)))
         with self._lock:
             sent = self._core.complete(request, reply)
             self._queue_sends(sent, request.id)

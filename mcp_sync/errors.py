@@ -15,7 +15,14 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["McpError", "ConnectionClosed", "RequestTimeout", "CapabilityError"]
+__all__ = [
+    "McpError",
+    "ConnectionClosed",
+    "RequestTimeout",
+    "CapabilityError",
+    "PeerMisbehaved",
+    "describe_base_exception",
+]
 
 
 class McpError(Exception):
@@ -55,3 +62,24 @@ class RequestTimeout(TimeoutError):
 
 class CapabilityError(RuntimeError):
     """A feature was used that the peer did not declare during initialization."""
+
+
+class PeerMisbehaved(Exception):
+    """The peer broke the protocol in a way that ends one call: for example it answered the
+    call with a response that carries both ``result`` and ``error``, or one nested deeper than
+    :data:`~mcp_sync.jsonrpc.MAX_NESTING_DEPTH`. The connection stays up.
+
+    Attributes:
+        detail: what was wrong with the peer's message.
+    """
+
+    def __init__(self, message: str, detail: str = "") -> None:
+        super().__init__(message)
+        self.detail = detail
+
+
+def describe_base_exception(exc: BaseException) -> str:
+    """The error message sent for a handler that raised ``SystemExit``, ``KeyboardInterrupt``
+    or another exception that is not an :class:`Exception`."""
+    text = str(exc)
+    return f"the handler raised {type(exc).__name__}" + (f": {text}" if text else "")

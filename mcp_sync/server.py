@@ -37,7 +37,7 @@ from . import deadlines
 from .cancel import Cancelled, CancelToken
 from .context import Context
 from .endpoint import Endpoint
-from .errors import CapabilityError, McpError
+from .errors import CapabilityError, McpError, describe_base_exception
 from .handlers import ArgumentError, Signature, inspect_handler, json_schema_of
 from .jsonrpc import INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND, RESOURCE_NOT_FOUND, Notification, RequestId
 from .prompts import RegisteredPrompt, to_prompt_result
@@ -751,6 +751,9 @@ class ServerSession(Session):
         except Exception as exc:
             _log.debug("tool %s failed", name, exc_info=True)
             return tool_error(str(exc) or type(exc).__name__)
+        except BaseException as exc:  # SystemExit, KeyboardInterrupt, ...: a tool error; the server lives on
+            _log.error("tool %s raised %s", name, type(exc).__name__, exc_info=True)
+            return tool_error(describe_base_exception(exc))
         finally:
             if deadline is not None:
                 deadline.cancel()

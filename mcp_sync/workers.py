@@ -118,7 +118,7 @@ class CallbackThread:
                 fn, args = self._items.popleft()
             try:
                 fn(*args)
-            except Exception:
+            except BaseException:  # SystemExit too: the thread must go on draining the queue
                 _log.exception("callback %r failed", fn)
 
     def join(self, timeout: float | None = None) -> threading.Thread | None:
