@@ -425,11 +425,15 @@ class Endpoint:
                 # resetting the timeout needs progress too, with or without a callback
                 with_progress=on_progress is not None or future._reset_on_progress,
             )
+            try:
+                self._queue_sends(actions, related_request)
+            except ValueError:  # params nested too deep to encode: nothing was queued
+                self._core.abandon(request)
+                raise
             future._request = request
             delay = self._initial_delay(timeout, max_total_timeout)
             if delay is not None:
                 future._deadline = deadlines.schedule(delay, future._on_deadline)
-            self._queue_sends(actions, related_request)
         if cancel_token is not None:
             future._cancel_token = cancel_token
             cancel_token.add_callback(future._on_token)

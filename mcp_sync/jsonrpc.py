@@ -12,6 +12,7 @@ fractional number is not a valid id. Use :func:`id_key` to key a dict by id.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from typing import Any, Union
 
@@ -26,6 +27,7 @@ __all__ = [
     "INTERNAL_ERROR",
     "RESOURCE_NOT_FOUND",
     "URL_ELICITATION_REQUIRED",
+    "MAX_NESTING_DEPTH",
     "RequestId",
     "Request",
     "Notification",
@@ -49,6 +51,17 @@ RESOURCE_NOT_FOUND = -32002
 URL_ELICITATION_REQUIRED = -32042
 
 RequestId = Union[int, str]
+
+MAX_NESTING_DEPTH = 200
+"""How deep a message may nest: no value in it may sit more than this many levels of arrays
+and objects below its top-level object (``{"params": {"a": [1]}}``: ``1`` is at level 3).
+
+A deeper message is refused whole: a request gets a -32600 error that says so (with its id,
+read from the raw line), a response fails the call it answers with
+:class:`~mcp_sync.errors.PeerMisbehaved`, a notification is dropped. This is the limit of
+pydantic-core's JSON parser, and mcp_sync enforces it on every decoding path, so nothing that
+walks a decoded message later (validation, serialisation) can run out of stack.
+"""
 
 # pydantic-core's serializer for "any" value: the output of ``pydantic_core.to_json`` (models
 # by their aliases, the wire names), but NaN and infinities as null, and about twice as fast
@@ -146,12 +159,14 @@ class InvalidMessage:
 
     ``reply`` is the :class:`ErrorResponse` owed to the peer, or ``None`` when nothing may be
     answered (for example a malformed response: answering a response would be wrong).
-    ``detail`` says what was wrong, for logs.
+    ``detail`` says what was wrong, for logs. ``response_id`` is the id of an invalid
+    *response* when it can be read: the call it answers has failed.
     """
 
     detail: str
     reply: ErrorResponse | None = None
     raw: Any = field(default=None, repr=False)
+    response_id: RequestId | None = None
 
 
 Message = Union[Request, Notification, Response, ErrorResponse]
@@ -163,22 +178,95 @@ def _invalid_request(detail: str, raw: Any, msg_id: Any = None) -> InvalidMessag
 
 
 def decode(line: bytes | str) -> Message | InvalidMessage:
-    """Decode one line (without its newline) into a message or an :class:`InvalidMessage`."""
+    """Decode one line (without its newline) into a message or an :class:`InvalidMessage`.
+
+    A line nested deeper than :data:`MAX_NESTING_DEPTH` is refused with an error that says
+    so, addressed to the id read from the raw line.
+    """
     try:
-        if isinstance(line, (bytes, bytearray)):
-            try:
-                obj = from_json(line)  # pydantic-core's parser: strict UTF-8, and fast
-            except ValueError:
-                # what it refuses that JSON allows (an escaped lone surrogate, say); strict
-                # UTF-8 here too: json.loads(bytes) would also accept UTF-16/32
-                obj = json.loads(line.decode("utf-8"))
-        else:
-            obj = json.loads(line)
+        try:
+            obj = from_json(line)  # pydantic-core's parser: strict UTF-8, fast, depth-limited
+        except ValueError as exc:
+            if "recursion limit" in str(exc):
+                return _too_deep(line)
+            # what it refuses that JSON allows (an escaped lone surrogate, say); strict
+            # UTF-8 here too: json.loads(bytes) would also accept UTF-16/32
+            obj = json.loads(line.decode("utf-8") if isinstance(line, (bytes, bytearray)) else line)
+            if _nested_deeper_than(obj, MAX_NESTING_DEPTH):
+                return _too_deep(line)
+    except RecursionError:
+        return _too_deep(line)
     except (ValueError, UnicodeDecodeError) as exc:
         return InvalidMessage(
             f"parse error: {exc}", ErrorResponse(None, PARSE_ERROR, "Parse error"), line
         )
     return decode_object(obj)
+
+
+def _nested_deeper_than(obj: Any, limit: int) -> bool:
+    """True if some value sits more than ``limit`` levels below ``obj`` (no recursion)."""
+    if type(obj) not in (dict, list):
+        return False
+    stack = [(obj, 0)]
+    while stack:
+        value, depth = stack.pop()
+        children = value.values() if type(value) is dict else value
+        if not children:
+            continue
+        if depth >= limit:  # its members sit at depth + 1
+            return True
+        stack.extend((child, depth + 1) for child in children if type(child) in (dict, list))
+    return False
+
+
+# a JSON string, or a run of brackets (a run's depth change is all that matters in valid JSON)
+_SCAN_TOKEN = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{}]+')
+_SCAN_COLON = re.compile(rb"\s*:")
+_SCAN_SCALAR = re.compile(rb'\s*:\s*("[^"\\]*(?:\\.[^"\\]*)*"|-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?|true|false|null)')
+_SCAN_KEYS = ("id", "method", "result", "error")
+
+
+def _top_level_members(data: bytes) -> dict[str, Any]:
+    """Which of ``id``/``method``/``result``/``error`` the top-level object of ``data`` holds,
+    without parsing it (it nests too deep to parse): a scan of strings and brackets. The
+    value is kept for a scalar ``id``, ``...`` stands for anything else."""
+    found: dict[str, Any] = {}
+    depth = 0
+    for match in _SCAN_TOKEN.finditer(data):
+        token = match.group()
+        if token[0] != 0x22:  # brackets
+            depth += token.count(b"[") + token.count(b"{") - token.count(b"]") - token.count(b"}")
+            if depth <= 0:
+                break
+            continue
+        if depth != 1 or not _SCAN_COLON.match(data, match.end()):
+            continue  # a string value, or a key of a nested object
+        try:
+            key = json.loads(token)
+        except ValueError:
+            continue
+        if key not in _SCAN_KEYS or key in found:
+            continue
+        scalar = _SCAN_SCALAR.match(data, match.end()) if key == "id" else None
+        found[key] = json.loads(scalar.group(1)) if scalar is not None else ...
+        if "id" in found and len(found) > 1:
+            break  # enough to know whom to answer
+    return found
+
+
+def _too_deep(line: bytes | str) -> InvalidMessage:
+    data = line.encode("utf-8", "surrogatepass") if isinstance(line, str) else bytes(line)
+    members = _top_level_members(data)
+    msg_id = members.get("id")
+    readable = msg_id if is_valid_id(msg_id) else None
+    detail = f"nesting too deep: more than {MAX_NESTING_DEPTH} levels"
+    if "method" in members:
+        if "id" not in members:
+            return InvalidMessage(detail, None, line)  # a notification: nothing may be answered
+        return InvalidMessage(detail, ErrorResponse(readable, INVALID_REQUEST, detail), line)
+    if "result" in members or "error" in members:
+        return InvalidMessage(detail, None, line, response_id=readable)
+    return InvalidMessage(detail, ErrorResponse(readable, INVALID_REQUEST, detail), line)
 
 
 def decode_object(obj: Any) -> Message | InvalidMessage:
@@ -188,7 +276,10 @@ def decode_object(obj: Any) -> Message | InvalidMessage:
             return _invalid_request("batches are not supported", obj)
         return _invalid_request("a message must be a JSON object", obj)
     msg_id = obj.get("id")
+    readable_id = msg_id if is_valid_id(msg_id) else None
     if obj.get("jsonrpc") != "2.0":
+        if "method" not in obj and ("result" in obj or "error" in obj):  # a response: never answered
+            return InvalidMessage('"jsonrpc" must be "2.0"', None, obj, readable_id)
         return _invalid_request('"jsonrpc" must be "2.0"', obj, msg_id)
     if "method" in obj:
         method = obj["method"]
@@ -207,7 +298,7 @@ def decode_object(obj: Any) -> Message | InvalidMessage:
         return Notification(method, params)
     if "result" in obj or "error" in obj:
         if "result" in obj and "error" in obj:
-            return InvalidMessage("a response has both result and error", None, obj)
+            return InvalidMessage("a response has both result and error", None, obj, readable_id)
         if "error" in obj:
             error = obj["error"]
             if (
@@ -215,7 +306,7 @@ def decode_object(obj: Any) -> Message | InvalidMessage:
                 or type(error.get("code")) is not int
                 or type(error.get("message")) is not str
             ):
-                return InvalidMessage("malformed error object", None, obj)
+                return InvalidMessage("malformed error object", None, obj, readable_id)
             if msg_id is not None and not is_valid_id(msg_id):
                 return InvalidMessage("error response with an invalid id", None, obj)
             return ErrorResponse(msg_id, error["code"], error["message"], error.get("data"))
@@ -232,7 +323,7 @@ def encode(message: Message | dict[str, Any]) -> bytes:
     newline. Encoding uses pydantic-core's serializer (several times faster than
     :func:`json.dumps` on large messages); strings holding lone surrogates fall back to
     :mod:`json` with ASCII escapes. NaN and infinities, which JSON cannot express, are
-    written as ``null``.
+    written as ``null``. A value nested too deep to serialise raises :class:`ValueError`.
     """
     obj = message if isinstance(message, dict) else message.to_json()
     try:
@@ -240,6 +331,9 @@ def encode(message: Message | dict[str, Any]) -> bytes:
     except (ValueError, TypeError):
         pass
     try:
-        return (json.dumps(obj, ensure_ascii=False, separators=(",", ":")) + "\n").encode()
-    except UnicodeEncodeError:
-        return (json.dumps(obj, separators=(",", ":")) + "\n").encode()
+        try:
+            return (json.dumps(obj, ensure_ascii=False, separators=(",", ":")) + "\n").encode()
+        except UnicodeEncodeError:
+            return (json.dumps(obj, separators=(",", ":")) + "\n").encode()
+    except RecursionError:
+        raise ValueError("cannot encode the message: its values nest too deep") from None

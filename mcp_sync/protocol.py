@@ -32,7 +32,7 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Any, Callable, Union
 
-from .errors import ConnectionClosed
+from .errors import ConnectionClosed, PeerMisbehaved
 from .jsonrpc import (
     INVALID_REQUEST,
     ErrorResponse,
@@ -213,6 +213,14 @@ class Dropped:
 Action = Union[Send, Dispatch, CancelInbound, Settle, Deliver, Progress, Dropped]
 
 
+def _our_id(response_id: RequestId) -> int | None:
+    """The integer id of ours a response names; our ids are integers, and a peer that echoes
+    ``7`` as ``"7"`` is tolerated."""
+    if isinstance(response_id, str):
+        return int(response_id) if response_id.isascii() and response_id.isdigit() else None
+    return response_id
+
+
 class Protocol:
     """The state of one JSON-RPC connection, without I/O.
 
@@ -268,7 +276,24 @@ class Protocol:
         actions: list[Action] = [Dropped(message.detail, message.raw)]
         if message.reply is not None:
             actions.insert(0, Send(message.reply))
+        if message.response_id is not None:
+            actions[:0] = self._receive_invalid_response(message.response_id, message.detail)
         return actions
+
+    def _receive_invalid_response(self, response_id: RequestId, detail: str) -> list[Action]:
+        """An invalid response whose id names a pending call: that call fails at once."""
+        request = self._match_outbound(response_id)
+        if request is None:
+            return []
+        self._forget_outbound(request)
+        request.state = OutboundState.FAILED
+        failure = PeerMisbehaved(f"{request.method}: the peer sent an invalid response ({detail})", detail)
+        return [Settle(request, exception=failure)]
+
+    def _match_outbound(self, response_id: RequestId) -> OutboundRequest | None:
+        """The pending outbound request a response id names (``"7"`` matches our ``7``)."""
+        our_id = _our_id(response_id)
+        return None if our_id is None else self._outbound.get(our_id)
 
     def _receive_request(self, message: Request) -> list[Action]:
         key = id_key(message.id)
@@ -312,17 +337,9 @@ class Protocol:
     def _receive_response(self, message: Response | ErrorResponse) -> list[Action]:
         if message.id is None:
             return [Dropped("the peer reported an error without an id", message)]
-        request_id: int
-        if isinstance(message.id, str):
-            # our ids are integers; tolerate a peer that echoes 7 as "7"
-            if not (message.id.isascii() and message.id.isdigit()):
-                return [Dropped("response to an unknown id", message)]
-            request_id = int(message.id)
-        else:
-            request_id = message.id
-        request = self._outbound.get(request_id)
+        request = self._match_outbound(message.id)
         if request is None:
-            if request_id in self._recent_cancel_set:
+            if _our_id(message.id) in self._recent_cancel_set:
                 return [Dropped("late response after cancellation", message)]
             return [Dropped("response to an unknown id", message)]
         self._forget_outbound(request)
@@ -424,6 +441,12 @@ class Protocol:
             self._recent_cancel_set = set(self._recent_cancels)
         self._recent_cancel_set.add(request.id)
         return [Settle(request, exception=exception)]
+
+    def abandon(self, request: OutboundRequest) -> None:
+        """Forget a request whose emitted message could not be encoded (it was never sent)."""
+        if request.state is OutboundState.PENDING:
+            self._forget_outbound(request)
+            request.state = OutboundState.FAILED
 
     def _forget_outbound(self, request: OutboundRequest) -> None:
         del self._outbound[request.id]
