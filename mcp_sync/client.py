@@ -25,7 +25,7 @@ from pydantic import BaseModel
 
 from .cancel import CancelToken
 from .context import Context
-from .endpoint import Endpoint, PendingCall, ProgressCallback
+from .endpoint import CancelObserver, Endpoint, EndpointStats, PendingCall, ProgressCallback
 from .errors import CapabilityError, ConnectionClosed, McpError
 from .jsonrpc import METHOD_NOT_FOUND, Notification
 from .protocol import InboundRequest
@@ -34,6 +34,7 @@ from .session import LATEST_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS, Sessi
 from .transports.base import Transport
 from .transports.subprocess import StderrMode, SubprocessTransport
 from .wire import model_to_wire
+from .workers import MAX_QUEUED_CALLBACKS
 
 if TYPE_CHECKING:  # pragma: no cover
     import httpx
@@ -88,6 +89,12 @@ class Client(Session):
         on_notification: called with ``(method, params)`` for every notification from the
             server (list changes, resource updates, log messages, ...).
         max_workers: threads for server-to-client requests and callbacks.
+        max_queued_callbacks: bound of the queue of notifications and progress callbacks
+            waiting for the callback thread; when it is full the client stops reading, so
+            a flooding server is slowed down (see :doc:`/limits`).
+        on_cancelled: ``on_cancelled(request_id, reason)`` for every
+            ``notifications/cancelled`` the server sends (for logs and UIs); runs on the
+            callback thread.
         default_timeout: ``timeout=`` for calls that give none (``None``: wait for ever).
         protocol_version: the version to ask for.
 
@@ -108,6 +115,8 @@ class Client(Session):
         on_log: Callable[[dict[str, Any]], Any] | None = None,
         on_notification: Callable[[str, dict[str, Any]], Any] | None = None,
         max_workers: int = 4,
+        max_queued_callbacks: int = MAX_QUEUED_CALLBACKS,
+        on_cancelled: CancelObserver | None = None,
         default_timeout: float | None = None,
         protocol_version: str = LATEST_PROTOCOL_VERSION,
     ) -> None:
@@ -116,6 +125,8 @@ class Client(Session):
             request_handler=self._handle_request,
             notification_handler=self._handle_notification,
             max_workers=max_workers,
+            max_queued_callbacks=max_queued_callbacks,
+            on_cancelled=on_cancelled,
             inline_handlers={"ping": lambda _request: {}},
             name="mcp_sync-client",
         )
@@ -239,6 +250,12 @@ class Client(Session):
     def close(self, grace: float = 5.0) -> None:
         """Fail pending calls with ConnectionClosed, close the transport, join threads."""
         self.endpoint.close(grace)
+
+    def stats(self) -> EndpointStats:
+        """A snapshot of the connection: calls in flight, server-to-client requests queued
+        and running, the callback queue, dropped messages (see
+        :class:`~mcp_sync.endpoint.EndpointStats`)."""
+        return self.endpoint.stats()
 
     # -- lifecycle ----------------------------------------------------------------------------
     def capabilities(self) -> dict[str, Any]:

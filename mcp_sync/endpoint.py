@@ -24,8 +24,10 @@ import concurrent.futures
 import logging
 import threading
 import time
+import types
 from collections import Counter, deque
-from typing import Any, Callable, Iterable
+from dataclasses import dataclass
+from typing import Any, Callable, Iterable, Mapping
 
 from . import deadlines
 from .cancel import WAIT_SLICE, Cancelled, CancelToken
@@ -39,8 +41,10 @@ from .jsonrpc import (
     Response,
     decode,
     encode,
+    is_valid_id,
 )
 from .protocol import (
+    CANCELLED_METHOD,
     PROGRESS_METHOD,
     Action,
     CancelInbound,
@@ -56,9 +60,9 @@ from .protocol import (
     Settle,
 )
 from .transports.base import Transport
-from .workers import CallbackThread, WorkerPool
+from .workers import MAX_QUEUED_CALLBACKS, CallbackThread, WorkerPool
 
-__all__ = ["Endpoint", "PendingCall", "RequestHandler", "ProgressCallback"]
+__all__ = ["Endpoint", "EndpointStats", "PendingCall", "RequestHandler", "ProgressCallback", "CancelObserver"]
 
 _log = logging.getLogger("mcp_sync.endpoint")
 _wire = logging.getLogger("mcp_sync.wire")
@@ -77,6 +81,13 @@ RequestHandler = Callable[[InboundRequest], Any]
 NotificationHandler = Callable[[Notification], Any]
 ProgressCallback = Callable[[float, "float | None", "str | None"], Any]
 """``on_progress(progress, total, message)``."""
+
+CancelObserver = Callable[[RequestId, "str | None"], Any]
+"""``on_cancelled(request_id, reason)``: sees each ``notifications/cancelled`` received."""
+
+CALLBACK_QUEUE_FULL = "callback queue full while a callback waits for a reply"
+"""The :attr:`Endpoint.dropped` reason of a notification that found the callback queue full
+while the callback being run waited for a reply from the same connection."""
 
 if issubclass(concurrent.futures.TimeoutError, TimeoutError):  # Python >= 3.11: one class
     WaitTimeout = concurrent.futures.TimeoutError
@@ -169,6 +180,13 @@ class PendingCall(concurrent.futures.Future):  # type: ignore[type-arg]
         """Sliced wait until done; returns done(). KeyboardInterrupt cancels the call."""
         if self.done():
             return True
+        callbacks = self._endpoint._callbacks
+        if callbacks.is_current():  # a callback waits for the reader: it must not wait for us
+            with callbacks.waiting_for_reply():
+                return self._wait_gate(timeout)
+        return self._wait_gate(timeout)
+
+    def _wait_gate(self, timeout: float | None) -> bool:
         end = None if timeout is None else time.monotonic() + timeout
         gate = self._done_gate
         try:
@@ -268,6 +286,14 @@ class Endpoint:
             progress, which the endpoint handles), one at a time, in arrival order, on the
             callback thread.
         max_workers: size of the worker pool.
+        max_queued_callbacks: bound of the callback queue (notifications, progress and
+            cancellation observers waiting for the callback thread). When it is full the
+            reader waits, so a flooding peer is slowed down by the transport; responses and
+            cancellations are handled by the reader itself and never queue there. See
+            :class:`~mcp_sync.workers.CallbackThread`.
+        on_cancelled: ``on_cancelled(request_id, reason)`` for every well-formed
+            ``notifications/cancelled`` received (whether or not it matched a request in
+            flight), on the callback thread.
         inline_handlers: methods answered on the reader thread by library code that never
             blocks (``ping``); never user code.
         name: prefix of thread names.
@@ -282,6 +308,8 @@ class Endpoint:
         request_handler: RequestHandler | None = None,
         notification_handler: NotificationHandler | None = None,
         max_workers: int = 8,
+        max_queued_callbacks: int = MAX_QUEUED_CALLBACKS,
+        on_cancelled: CancelObserver | None = None,
         inline_handlers: dict[str, Callable[[InboundRequest], Any]] | None = None,
         name: str = "mcp_sync",
     ) -> None:
@@ -304,7 +332,9 @@ class Endpoint:
             bind_call_failure(self.fail_call)
         self._write_lock = threading.Lock()
         self._pool = WorkerPool(max_workers, name)
-        self._callbacks = CallbackThread(name)
+        self._callbacks = CallbackThread(name, max_queued_callbacks)
+        self.on_cancelled = on_cancelled
+        """``on_cancelled(request_id, reason)`` for every ``notifications/cancelled`` received."""
         self._reader: threading.Thread | None = None
         self._closed = threading.Event()
         self._close_lock = threading.Lock()
@@ -589,6 +619,15 @@ class Endpoint:
         if self._outbox:  # whoever queues a message also flushes it: nothing is stranded
             self._flush(block=True)
         self._perform(actions, inline)
+        if self.on_cancelled is not None and isinstance(message, Notification) and message.method == CANCELLED_METHOD:
+            self._observe_cancel(self.on_cancelled, message.params or {})
+
+    def _observe_cancel(self, observer: CancelObserver, params: dict[str, Any]) -> None:
+        """Show a received cancellation to ``observer`` (after its token has fired)."""
+        target = params.get("requestId")
+        if is_valid_id(target):
+            reason = params.get("reason")
+            self._deliver(observer, target, reason if type(reason) is str else None)
 
     def _perform(self, actions: Iterable[Action], inline: Callable[[InboundRequest], Any] | None = None) -> None:
         for action in actions:
@@ -612,11 +651,24 @@ class Endpoint:
                 self._on_progress(action)
             elif isinstance(action, Deliver):
                 if self._notification_handler is not None:
-                    self._callbacks.submit(self._notification_handler, action.notification)
+                    self._deliver(self._notification_handler, action.notification)
             elif isinstance(action, Dropped):
-                with self._lock:  # several threads feed an HTTP session
-                    self.dropped[action.detail] += 1
-                _log.debug("%s: dropped (%s): %r", self.name, action.detail, action.message)
+                self._count_dropped(action.detail, action.message)
+
+    def _deliver(self, fn: Callable[..., Any], *args: Any) -> None:
+        """Queue a callback for what the peer sent, waiting while the queue is full."""
+        if not self._callbacks.submit(fn, *args, wait=True):
+            self._count_dropped(CALLBACK_QUEUE_FULL, args)
+            if self.dropped[CALLBACK_QUEUE_FULL] == 1:
+                _log.warning(
+                    "%s: callback queue full (%d) while a callback waits for a reply: dropping "
+                    "notifications until it returns", self.name, self._callbacks.max_queued,
+                )
+
+    def _count_dropped(self, detail: str, message: Any) -> None:
+        with self._lock:  # several threads feed an HTTP session
+            self.dropped[detail] += 1
+        _log.debug("%s: dropped (%s): %r", self.name, detail, message)
 
     def _on_progress(self, action: Progress) -> None:
         future = action.request.context
@@ -639,7 +691,7 @@ class Endpoint:
             if isinstance(progress, (int, float)) and not isinstance(progress, bool):
                 total = params.get("total")
                 message = params.get("message")
-                self._callbacks.submit(
+                self._deliver(
                     future._on_progress,
                     progress,
                     total if isinstance(total, (int, float)) and not isinstance(total, bool) else None,
@@ -737,6 +789,7 @@ class Endpoint:
             self._write_lock.release()
 
     def _connection_lost(self, exception: BaseException) -> None:
+        self._callbacks.stop_waiting()  # a reader blocked on a full callback queue goes on
         with self._lock:
             actions = self._core.connection_lost(exception)
         self._perform(actions)
@@ -758,4 +811,51 @@ class Endpoint:
         """Counts of in-flight (inbound, outbound) requests."""
         with self._lock:
             return self._core.in_flight()
+
+    def stats(self) -> EndpointStats:
+        """A snapshot of this connection's load: requests in flight, the callback queue and
+        the messages dropped so far (see :class:`EndpointStats`)."""
+        with self._lock:
+            inbound, outbound = self._core.in_flight()
+            queued, running = self._core.inbound_by_state()
+            dropped = dict(self.dropped)
+        return EndpointStats(
+            inbound_in_flight=inbound,
+            inbound_queued=queued,
+            inbound_running=running,
+            outbound_in_flight=outbound,
+            callback_queue_depth=len(self._callbacks),
+            callback_queue_limit=self._callbacks.max_queued,
+            dropped=types.MappingProxyType(dropped),
+            closed=self.closed,
+        )
+
+
+@dataclass(frozen=True)
+class EndpointStats:
+    """A snapshot of one connection (:meth:`Endpoint.stats`, :meth:`Client.stats`).
+
+    Attributes:
+        inbound_in_flight: requests from the peer not answered or cancelled yet
+            (``inbound_queued + inbound_running``).
+        inbound_queued: of those, waiting for a free worker.
+        inbound_running: of those, running in a handler.
+        outbound_in_flight: our requests waiting for the peer's response.
+        callback_queue_depth: callbacks (notifications, progress, cancellation observers)
+            waiting for the callback thread.
+        callback_queue_limit: the bound of that queue (``max_queued_callbacks``); at the
+            bound the reader waits.
+        dropped: messages ignored on purpose so far, by reason (for example
+            ``"late response after cancellation"`` or ``"nesting too deep: ..."``).
+        closed: whether the connection has ended.
+    """
+
+    inbound_in_flight: int
+    inbound_queued: int
+    inbound_running: int
+    outbound_in_flight: int
+    callback_queue_depth: int
+    callback_queue_limit: int
+    dropped: Mapping[str, int]
+    closed: bool
 

@@ -258,6 +258,11 @@ class Protocol:
         """Counts of in-flight (inbound, outbound) requests."""
         return len(self._inbound), len(self._outbound)
 
+    def inbound_by_state(self) -> tuple[int, int]:
+        """Counts of in-flight inbound requests (queued, running)."""
+        running = sum(1 for request in self._inbound.values() if request.state is InboundState.RUNNING)
+        return len(self._inbound) - running, running
+
     # -- input from the peer -----------------------------------------------------------------
     def receive(self, message: Message | InvalidMessage) -> list[Action]:
         """Process one decoded message from the peer."""

@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Mapping, Ty
 from . import deadlines
 from .cancel import Cancelled, CancelToken
 from .context import Context
-from .endpoint import Endpoint
+from .endpoint import CancelObserver, Endpoint
 from .errors import CapabilityError, McpError, describe_base_exception
 from .handlers import ArgumentError, Signature, inspect_handler, json_schema_of
 from .jsonrpc import INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND, RESOURCE_NOT_FOUND, Notification, RequestId
@@ -49,6 +49,7 @@ from .session import LOG_LEVELS, Session, negotiate_version
 from .tool_results import output_schema_for, to_call_tool_result, tool_error
 from .transports.base import Transport
 from .uri_template import UriTemplate
+from .workers import MAX_QUEUED_CALLBACKS
 
 if TYPE_CHECKING:  # pragma: no cover
     import mcp_types
@@ -149,6 +150,11 @@ class Server:
         version: ``serverInfo.version``.
         instructions: optional ``instructions`` for the client.
         max_workers: size of each connection's handler pool.
+        max_queued_callbacks: bound of each connection's callback queue (see
+            :doc:`/limits`).
+        on_cancelled: ``on_cancelled(request_id, reason)`` for every
+            ``notifications/cancelled`` a client sends (for logs and UIs); runs on the
+            connection's callback thread.
         page_size: items per page of every list.
         declare: capabilities to declare even with nothing registered yet
             (``"resources"``, ``"prompts"``, ``"completions"``), for servers that register
@@ -165,6 +171,8 @@ class Server:
         max_workers: int = 8,
         page_size: int = 100,
         declare: Iterable[str] = (),
+        max_queued_callbacks: int = MAX_QUEUED_CALLBACKS,
+        on_cancelled: CancelObserver | None = None,
     ) -> None:
         self.name = name
         self.declare = frozenset(declare)
@@ -172,6 +180,8 @@ class Server:
         self.instructions = instructions
         self.max_workers = max_workers
         self.page_size = page_size
+        self.max_queued_callbacks = max_queued_callbacks
+        self.on_cancelled = on_cancelled
         self._lock = threading.Lock()
         self._tools: dict[str, RegisteredTool] = {}
         self._resources: dict[str, RegisteredResource] = {}
@@ -606,6 +616,8 @@ class ServerSession(Session):
             request_handler=self._handle_request,
             notification_handler=self._handle_notification,
             max_workers=max_workers,
+            max_queued_callbacks=server.max_queued_callbacks,
+            on_cancelled=server.on_cancelled,
             inline_handlers={"ping": lambda _request: {}},
             name=f"mcp_sync-server-{server.name}",
         )

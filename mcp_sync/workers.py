@@ -11,9 +11,10 @@ import queue
 import threading
 import time
 from collections import deque
-from typing import Any, Callable
+from contextlib import contextmanager
+from typing import Any, Callable, Iterator
 
-__all__ = ["WorkerPool", "CallbackThread"]
+__all__ = ["WorkerPool", "CallbackThread", "MAX_QUEUED_CALLBACKS"]
 
 _log = logging.getLogger("mcp_sync.workers")
 
@@ -85,45 +86,105 @@ class WorkerPool:
         return [t for t in threads if t.is_alive() and t is not threading.current_thread()]
 
 
+MAX_QUEUED_CALLBACKS = 1000
+"""Default bound of a connection's callback queue (notifications, progress, cancellation
+observers waiting for the callback thread). When it is full the reader waits."""
+
+
 class CallbackThread:
     """Runs user callbacks one at a time, in submission order, on a thread of their own.
 
     The thread exists only while callbacks are queued (it exits when the queue is empty),
     and it is separate from the handler pool: progress, notifications and ``on_cancel``
     callbacks are delivered promptly even while every worker is busy with a handler.
+
+    The queue is bounded by ``max_queued`` for submissions made with ``wait=True`` (the
+    connection's reader): such a submission waits while the queue is full, so a peer that
+    floods notifications is slowed down by the pipe instead of filling memory. One case must
+    not wait, or the connection would deadlock: the callback being run is itself blocked on a
+    reply from this connection (see :meth:`waiting_for_reply`), which only the waiting reader
+    could read. Then a submission to a full queue is refused (``submit`` returns False) and
+    the caller counts it as dropped.
     """
 
-    def __init__(self, name: str) -> None:
+    def __init__(self, name: str, max_queued: int = MAX_QUEUED_CALLBACKS) -> None:
+        if max_queued < 1:
+            raise ValueError("max_queued must be at least 1")
         self._name = name
-        self._lock = threading.Lock()
+        self.max_queued = max_queued
+        self._cond = threading.Condition(threading.Lock())
         self._items: deque[tuple[Callable[..., Any], tuple[Any, ...]]] = deque()
         self._thread: threading.Thread | None = None
+        self._replies_awaited = 0  # > 0 while the running callback waits for a reply
+        self._stopped = False
 
-    def submit(self, fn: Callable[..., Any], *args: Any) -> None:
-        """Queue ``fn(*args)`` behind every earlier submission."""
-        with self._lock:
+    def __len__(self) -> int:
+        """Callbacks queued and not started yet."""
+        return len(self._items)
+
+    def submit(self, fn: Callable[..., Any], *args: Any, wait: bool = False) -> bool:
+        """Queue ``fn(*args)`` behind every earlier submission.
+
+        With ``wait=True`` block while ``max_queued`` callbacks are queued; return False
+        (nothing queued) if the queue is full while the running callback waits for a reply.
+        Without it, queue at once whatever the length (for callbacks bounded by other means,
+        such as one per request). Returns True when queued.
+        """
+        with self._cond:
+            if wait:
+                while len(self._items) >= self.max_queued and not self._stopped:
+                    if self._replies_awaited:
+                        return False
+                    self._cond.wait()
             self._items.append((fn, args))
             if self._thread is not None:
-                return
+                return True
             self._thread = threading.Thread(target=self._drain, name=f"{self._name}-callbacks", daemon=True)
             thread = self._thread
         thread.start()
+        return True
+
+    def is_current(self) -> bool:
+        """True when called from a callback this runner is running."""
+        return threading.current_thread() is self._thread
+
+    @contextmanager
+    def waiting_for_reply(self) -> Iterator[None]:
+        """Mark the running callback as blocked on a reply from the connection (the caller
+        checked :meth:`is_current`): a full queue then refuses submissions instead of
+        making the reader wait for a callback that waits for the reader."""
+        with self._cond:
+            self._replies_awaited += 1
+            self._cond.notify_all()
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._replies_awaited -= 1
+
+    def stop_waiting(self) -> None:
+        """Let every blocked and later ``submit(wait=True)`` through (the connection ended)."""
+        with self._cond:
+            self._stopped = True
+            self._cond.notify_all()
 
     def _drain(self) -> None:
         while True:
-            with self._lock:
+            with self._cond:
                 if not self._items:
                     self._thread = None
                     return
                 fn, args = self._items.popleft()
+                self._cond.notify_all()
             try:
                 fn(*args)
             except BaseException:  # SystemExit too: the thread must go on draining the queue
                 _log.exception("callback %r failed", fn)
+            del fn, args
 
     def join(self, timeout: float | None = None) -> threading.Thread | None:
         """Wait for queued callbacks to run; returns the thread if it is still running."""
-        with self._lock:
+        with self._cond:
             thread = self._thread
         if thread is None or thread is threading.current_thread():
             return None

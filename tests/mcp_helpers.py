@@ -20,7 +20,7 @@ from typing import Any, Callable, Iterator
 
 from pydantic import BaseModel
 
-from mcp_sync import Client, Endpoint, Server, ServerHandle, memory_pair
+from mcp_sync import Client, Context, Endpoint, Server, ServerHandle, memory_pair
 from mcp_sync.wire import model_to_wire
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -215,3 +215,21 @@ class FakeServer:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def holding_server(name: str, release: threading.Event | None = None, **options: Any) -> tuple[Server, threading.Event]:
+    """A server whose ``hold`` tool sets the returned event when it starts, then waits (bounded)
+    for ``release`` -- or, without one, for its own cancellation."""
+    server = Server(name, **options)
+    started = threading.Event()
+
+    @server.tool()
+    def hold(ctx: Context) -> str:
+        started.set()
+        if release is None:
+            ctx.wait(WAIT)
+        else:
+            release.wait(WAIT)
+        return "done"
+
+    return server, started

@@ -4,7 +4,8 @@ tests/test_nesting_depth.py).
 
 Tools: ``raise_base(kind)`` raises ``SystemExit(3)``, ``KeyboardInterrupt`` or a bare
 ``BaseException`` subclass; ``echo_value(value)`` returns ``value`` as structured content;
-``pid()``. Custom methods: ``test/echo`` answers its params, ``test/raise_base`` raises like
+``flood(count, size)`` sends ``count`` log notifications (``{"n": i, "pad": "x" * size}``)
+before it answers; ``pid()``. Custom methods: ``test/echo`` answers its params, ``test/raise_base`` raises like
 the tool.
 """
 
@@ -13,7 +14,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from mcp_sync import Server
+from mcp_sync import Context, Server
 
 
 class Unusual(BaseException):
@@ -42,6 +43,15 @@ def raise_base(kind: str) -> str:
 def echo_value(value: Any) -> dict[str, Any]:
     """Return ``{"value": value}``."""
     return {"value": value}
+
+
+@server.tool()
+def flood(count: int, size: int, ctx: Context) -> int:
+    """Send ``count`` log notifications of about ``size`` bytes each, then answer ``count``."""
+    pad = "x" * size
+    for n in range(count):
+        ctx.log("info", {"n": n, "pad": pad})
+    return count
 
 
 @server.tool()

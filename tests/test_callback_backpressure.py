@@ -1,0 +1,246 @@
+"""The callback queue is bounded: a flooding peer waits on the transport, responses still flow.
+
+Before the fix the queue grew without limit (every notification was queued at once) and
+``Endpoint`` had no ``max_queued_callbacks``: these tests could not even be built; with the
+bound but without the reply exemption, a callback that calls the same peer deadlocked (the
+test's bounded wait failed).
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+from typing import Any
+
+import pytest
+
+from endpoint_support import WAIT, dispatcher, wait_until, wait_until_blocked_in
+from mcp_helpers import REPO_ROOT, SERVERS_DIR
+from mcp_sync import Client, Endpoint, memory_pair
+from mcp_sync.endpoint import CALLBACK_QUEUE_FULL
+from mcp_sync.workers import MAX_QUEUED_CALLBACKS, CallbackThread
+
+HOSTILE = SERVERS_DIR / "hostile_input_server.py"
+
+
+# -- the queue itself, deterministically -------------------------------------------------------------
+def test_default_bound_is_documented_value():
+    assert MAX_QUEUED_CALLBACKS == 1000
+    assert CallbackThread("x").max_queued == MAX_QUEUED_CALLBACKS
+    with pytest.raises(ValueError):
+        CallbackThread("x", 0)
+
+
+def test_submit_with_wait_blocks_while_full_and_resumes_in_order():
+    runner = CallbackThread("bp", max_queued=2)
+    gate = threading.Event()
+    ran: list[int] = []
+
+    def first() -> None:
+        assert gate.wait(WAIT), "the test never released the first callback"
+        ran.append(0)
+
+    runner.submit(first, wait=True)
+    wait_until(lambda: len(runner) == 0, message="the first callback to start")
+    runner.submit(ran.append, 1, wait=True)
+    runner.submit(ran.append, 2, wait=True)
+    results: list[bool] = []
+    submitter = threading.Thread(target=lambda: results.append(runner.submit(ran.append, 3, wait=True)))
+    submitter.start()
+    wait_until_blocked_in(submitter, "submit")
+    assert len(runner) == 2 and not results
+    # a submission that must not wait goes in anyway
+    assert runner.submit(ran.append, 4) is True
+    gate.set()
+    submitter.join(WAIT)
+    assert results == [True]
+    assert runner.join(WAIT) is None
+    # 4 did not wait, so it went in ahead of 3, which waited for room
+    assert ran == [0, 1, 2, 4, 3]
+
+
+def test_a_full_queue_refuses_instead_of_waiting_while_the_callback_waits_for_a_reply():
+    runner = CallbackThread("bp", max_queued=1)
+    inside = threading.Event()
+    leave = threading.Event()
+    outcome: list[bool] = []
+
+    def waiting_callback() -> None:
+        assert runner.is_current()
+        inside.set()
+        with runner.waiting_for_reply():
+            assert leave.wait(WAIT), "the test never let the callback finish"
+
+    runner.submit(waiting_callback, wait=True)
+    assert inside.wait(WAIT)
+    runner.submit(lambda: None, wait=True)  # fills the queue
+    submitter = threading.Thread(target=lambda: outcome.append(runner.submit(lambda: None, wait=True)))
+    submitter.start()
+    submitter.join(WAIT)
+    assert outcome == [False], "a full queue made the reader wait for a callback that waits for the reader"
+    assert len(runner) == 1
+    leave.set()
+    assert runner.join(WAIT) is None
+
+
+def test_stop_waiting_releases_a_blocked_submitter():
+    runner = CallbackThread("bp", max_queued=1)
+    gate = threading.Event()
+    runner.submit(lambda: gate.wait(WAIT), wait=True)
+    wait_until(lambda: len(runner) == 0, message="the first callback to start")
+    runner.submit(lambda: None, wait=True)
+    submitter = threading.Thread(target=runner.submit, args=(lambda: None,), kwargs={"wait": True})
+    submitter.start()
+    wait_until_blocked_in(submitter, "submit")
+    runner.stop_waiting()
+    submitter.join(WAIT)
+    assert not submitter.is_alive()
+    gate.set()
+    assert runner.join(WAIT) is None
+
+
+# -- two endpoints in memory -----------------------------------------------------------------------
+class Flood:
+    """A server endpoint whose ``flood`` request sends ``count`` notifications, then answers."""
+
+    def __init__(self, *, client_limit: int, on_note: Any) -> None:
+        a, b = memory_pair()
+
+        def flood(req: Any) -> Any:
+            for n in range(req.params["count"]):
+                self.server.notify("note", {"n": n})
+            return {"sent": req.params["count"]}
+
+        self.server = Endpoint(b, request_handler=dispatcher({"flood": flood, "echo": lambda r: r.params}), name="flood-server")
+        self.client = Endpoint(a, notification_handler=on_note, max_queued_callbacks=client_limit, name="flood-client")
+        self.server.start()
+        self.client.start()
+
+    def close(self) -> None:
+        self.client.close(WAIT)
+        self.server.close(WAIT)
+
+
+def test_blocked_callback_bounds_the_queue_and_the_reader_waits_then_everything_arrives():
+    limit, count = 10, 300
+    gate = threading.Event()
+    seen: list[int] = []
+    depths: list[int] = []
+    flood: Flood | None = None
+
+    def on_note(note: Any) -> None:
+        assert flood is not None
+        depths.append(flood.client.stats().callback_queue_depth)
+        if note.params["n"] == 0:
+            assert gate.wait(WAIT * 2), "the test never released the callback"
+        seen.append(note.params["n"])
+
+    flood = Flood(client_limit=limit, on_note=on_note)
+    try:
+        pending = flood.client.submit("flood", {"count": count}, timeout=WAIT * 4)
+        wait_until(lambda: flood.client.stats().callback_queue_depth == limit, message="the callback queue to fill")
+        assert flood.client._reader is not None
+        wait_until_blocked_in(flood.client._reader, "submit")
+        assert flood.client.stats().callback_queue_depth == limit
+        assert not pending.done(), "the response overtook notifications the peer sent before it"
+        gate.set()
+        assert pending.result(WAIT * 2) == {"sent": count}
+        wait_until(lambda: len(seen) == count, message=f"all notifications delivered ({len(seen)})")
+        assert seen == list(range(count)), "delivery order changed"
+        assert max(depths) <= limit
+        assert flood.client.stats().dropped.get(CALLBACK_QUEUE_FULL, 0) == 0
+    finally:
+        gate.set()
+        flood.close()
+
+
+def test_a_callback_that_calls_the_same_peer_while_the_queue_is_full_gets_its_answer():
+    limit, count = 5, 200
+    answers: list[Any] = []
+    seen: list[int] = []
+    flood: Flood | None = None
+
+    def on_note(note: Any) -> None:
+        assert flood is not None
+        seen.append(note.params["n"])
+        if note.params["n"] == 0:
+            wait_until(lambda: flood.client.stats().callback_queue_depth == limit, message="the queue to fill")
+            answers.append(flood.client.call("echo", {"from": "callback"}, timeout=WAIT))
+
+    flood = Flood(client_limit=limit, on_note=on_note)
+    try:
+        pending = flood.client.submit("flood", {"count": count}, timeout=WAIT * 4)
+        assert pending.result(WAIT * 2) == {"sent": count}
+        wait_until(lambda: answers == [{"from": "callback"}], message="the callback's own call to be answered")
+        stats = flood.client.stats()
+        wait_until(lambda: flood.client.stats().callback_queue_depth == 0, message="the queue to drain")
+        dropped = flood.client.stats().dropped.get(CALLBACK_QUEUE_FULL, 0)
+        assert len(seen) + dropped == count, (len(seen), dropped)
+        assert seen == sorted(seen)
+        assert stats.callback_queue_limit == limit
+    finally:
+        flood.close()
+
+
+# -- a real stdio server: the pipe fills and the server waits ----------------------------------------
+def _spawn(**options: Any) -> Client:
+    return Client.stdio(
+        [sys.executable, str(HOSTILE)], env={"PYTHONPATH": str(REPO_ROOT)}, stderr="discard", init_timeout=20, **options
+    )
+
+
+def test_stdio_flood_with_a_blocked_callback_stays_bounded_and_the_response_arrives():
+    limit, count, size = 20, 3_000, 1_024  # ~3 MiB: more than the pipe and the reader's buffer
+    gate = threading.Event()
+    seen: list[int] = []
+    depths: list[int] = []
+    holder: list[Client] = []
+
+    def on_log(params: dict[str, Any]) -> None:
+        depths.append(holder[0].stats().callback_queue_depth)
+        n = params["data"]["n"]
+        if n == 0:
+            assert gate.wait(30), "the test never released the callback"
+        seen.append(n)
+
+    with _spawn(on_log=on_log, max_queued_callbacks=limit) as client:
+        holder.append(client)
+        pending = client.call_tool_future("flood", {"count": count, "size": size}, timeout=60)
+        wait_until(lambda: client.stats().callback_queue_depth == limit, timeout=20, message="the queue to fill")
+        reader = client.endpoint._reader
+        assert reader is not None
+        wait_until_blocked_in(reader, "submit", timeout=20)
+        assert not pending.done()
+        assert client.stats().callback_queue_depth == limit
+        gate.set()
+        result = pending.result(60)
+        assert result["structuredContent"] == {"result": count}
+        wait_until(lambda: len(seen) == count, timeout=20, message=f"all notifications delivered ({len(seen)})")
+        assert seen == list(range(count))
+        assert max(depths) <= limit
+        assert client.stats().dropped.get(CALLBACK_QUEUE_FULL, 0) == 0
+
+
+def test_stdio_callback_calling_the_server_during_a_flood_is_answered():
+    limit, count, size = 10, 2_000, 1_024
+    answers: list[Any] = []
+    seen: list[int] = []
+    holder: list[Client] = []
+
+    def on_log(params: dict[str, Any]) -> None:
+        client = holder[0]
+        n = params["data"]["n"]
+        seen.append(n)
+        if n == 0:
+            wait_until(lambda: client.stats().callback_queue_depth == limit, timeout=20, message="the queue to fill")
+            answers.append(client.call_tool("pid", timeout=20).structured_content)
+
+    with _spawn(on_log=on_log, max_queued_callbacks=limit) as client:
+        holder.append(client)
+        result = client.call_tool("flood", {"count": count, "size": size}, timeout=60)
+        assert result.structured_content == {"result": count}
+        wait_until(lambda: len(answers) == 1, timeout=20, message="the callback's call to be answered")
+        assert answers[0] == {"result": client.transport.pid}
+        wait_until(lambda: client.stats().callback_queue_depth == 0, timeout=20, message="the queue to drain")
+        dropped = client.stats().dropped.get(CALLBACK_QUEUE_FULL, 0)
+        assert len(seen) + dropped == count

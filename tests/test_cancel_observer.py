@@ -1,0 +1,84 @@
+"""``on_cancelled`` on Client, Server and Endpoint: every notifications/cancelled received is
+seen (request id and reason), on the callback thread, after the request's token has fired.
+
+Before the change there was no such hook: these tests could not be written.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+from endpoint_support import WAIT, Blocker, raw_server, wait_until
+from mcp_helpers import FakeServer, connected, holding_server
+from mcp_sync import Client
+
+
+class Observed:
+    def __init__(self) -> None:
+        self.seen: list[tuple[Any, Any, str]] = []
+        self.changed = threading.Condition()
+
+    def __call__(self, request_id: Any, reason: Any) -> None:
+        with self.changed:
+            self.seen.append((request_id, reason, threading.current_thread().name))
+            self.changed.notify_all()
+
+    def wait_for(self, count: int) -> list[tuple[Any, Any, str]]:
+        with self.changed:
+            assert self.changed.wait_for(lambda: len(self.seen) >= count, WAIT), f"saw only {self.seen}"
+            return list(self.seen)
+
+
+def test_endpoint_observer_sees_matched_unknown_and_reasonless_cancels_on_the_callback_thread():
+    observed = Observed()
+    blocker = Blocker()
+    with raw_server({"block": blocker}) as s:
+        token_state: list[bool] = []
+
+        def observe(request_id: Any, reason: Any) -> None:
+            if request_id == 1:
+                token_state.append(blocker.request(1).token.cancelled)
+            observed(request_id, reason)
+
+        s.server.on_cancelled = observe
+        s.peer.send({"jsonrpc": "2.0", "id": 1, "method": "block"})
+        blocker.wait_started(1)
+        s.peer.send({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 1, "reason": "user"}})
+        s.peer.send({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": "nope"}})
+        s.peer.send({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": True}})  # malformed
+        s.peer.send({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 7, "reason": 3}})
+        seen = observed.wait_for(3)
+        assert [(i, r) for i, r, _ in seen] == [(1, "user"), ("nope", None), (7, None)]
+        assert all(name.endswith("-callbacks") for _, _, name in seen), seen
+        assert token_state == [True], "the observer ran before the request's token fired"
+
+
+def test_server_on_cancelled_sees_a_client_cancelling_a_tool_call():
+    observed = Observed()
+    server, started = holding_server("observer", on_cancelled=observed)
+    with connected(server) as conn:
+        pending = conn.client.call_tool_future("hold")
+        assert started.wait(WAIT)
+        pending.cancel("changed my mind")
+        ((request_id, reason, thread),) = observed.wait_for(1)
+        assert request_id == pending.request_id and reason == "changed my mind"
+        assert "reader" not in thread
+
+
+def test_client_on_cancelled_sees_the_server_cancelling_its_request():
+    observed = Observed()
+    fake = FakeServer()
+    try:
+        client = Client.connect(fake.client_transport, on_cancelled=observed, init_timeout=WAIT)
+        try:
+            fake.endpoint.notify("notifications/cancelled", {"requestId": 12, "reason": "server gave up"})
+            ((request_id, reason, thread),) = observed.wait_for(1)
+            assert (request_id, reason) == (12, "server gave up")
+            assert thread.endswith("-callbacks")
+            wait_until(lambda: client.stats().dropped.get("cancellation of an unknown or finished request") == 1,
+                       message="the cancellation to be counted as dropped too")
+        finally:
+            client.close()
+    finally:
+        fake.close()
