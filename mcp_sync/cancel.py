@@ -17,6 +17,7 @@ import concurrent.futures
 import logging
 import threading
 import time
+import weakref
 from typing import Any, Callable
 
 from . import deadlines
@@ -49,7 +50,7 @@ class CancelToken:
             do_a_bit_of_work()
     """
 
-    __slots__ = ("_cancelled", "_event", "_lock", "_reason", "_callbacks", "_deadline", "__weakref__")
+    __slots__ = ("_cancelled", "_event", "_lock", "_reason", "_callbacks", "_deadline", "_sources", "__weakref__")
 
     def __init__(self) -> None:
         self._cancelled = False
@@ -59,6 +60,7 @@ class CancelToken:
         self._reason: str | None = None
         self._callbacks: list[Callback] | None = []
         self._deadline: deadlines.Deadline | None = None
+        self._sources: tuple[CancelToken, ...] = ()  # what CancelToken.any() combined
 
     def __repr__(self) -> str:
         state = f"cancelled reason={self._reason!r}" if self.cancelled else "active"
@@ -171,6 +173,39 @@ class CancelToken:
         return child
 
     @classmethod
+    def any(cls, *tokens: CancelToken) -> CancelToken:
+        """A new token that is cancelled as soon as any of ``tokens`` is, with that token's
+        reason (the first cancellation wins; later ones change nothing).
+
+        Like .NET's linked token sources, for example
+        ``CancelToken.any(app_lifetime, user_stop, CancelToken.with_timeout(30))``. If one of
+        ``tokens`` is already cancelled, so is the result, at once. Cancelling the result
+        does not touch ``tokens``, and unlinks it from them.
+
+        The sources hold the combined token only weakly: a combined token that is dropped
+        before it is cancelled is freed, and its links are removed from the sources, so a
+        long-lived source (an application's lifetime) does not accumulate them. The combined
+        token holds its sources, so ``any(any(a, b), c)`` works. Keep a reference to the
+        combined token for as long as it matters: callbacks registered on it do not keep it
+        alive.
+        """
+        combined = cls()
+        if not tokens:
+            return combined
+        combined._sources = tokens  # the combined token keeps its sources, never the reverse
+        link = _AnyLink()
+        unlink = _Unlink(link, tokens)
+        link.target = weakref.ref(combined, unlink)  # unlinked when the token is freed...
+        combined.add_callback(unlink)  # ...or cancelled
+        for token in tokens:
+            token.add_callback(link)  # runs at once when the source is already cancelled
+            if combined.cancelled:
+                break
+        if combined.cancelled:  # a source cancelled meanwhile may have unlinked too early
+            unlink(combined)
+        return combined
+
+    @classmethod
     def with_timeout(cls, seconds: float, parent: CancelToken | None = None) -> CancelToken:
         """A token that cancels itself after ``seconds`` (reason ``"timeout"``).
 
@@ -206,3 +241,37 @@ class _Link:
 
     def __call__(self, parent: CancelToken) -> Any:
         return self.child.cancel(parent.reason)
+
+
+class _AnyLink:
+    """Callback object that forwards a source's cancellation to a combined token it holds
+    only weakly (see :meth:`CancelToken.any`)."""
+
+    __slots__ = ("target", "__weakref__")
+
+    def __init__(self) -> None:
+        self.target: weakref.ref[CancelToken] | None = None
+
+    def __call__(self, source: CancelToken) -> Any:
+        combined = self.target() if self.target is not None else None
+        return combined is not None and combined.cancel(source.reason)
+
+
+class _Unlink:
+    """Removes one :class:`_AnyLink` from every source; runs when the combined token is
+    cancelled or freed. Holds everything weakly, so it keeps nothing alive."""
+
+    __slots__ = ("_link", "_sources")
+
+    def __init__(self, link: _AnyLink, sources: tuple[CancelToken, ...]) -> None:
+        self._link = weakref.ref(link)
+        self._sources = tuple(weakref.ref(source) for source in sources)
+
+    def __call__(self, _token_or_ref: object) -> None:
+        link = self._link()
+        if link is None:
+            return
+        for ref in self._sources:
+            source = ref()
+            if source is not None:
+                source.remove_callback(link)
