@@ -103,7 +103,8 @@ class CancelToken:
         """Block until cancelled or until ``timeout`` seconds pass; return :attr:`cancelled`.
 
         The wait is sliced into short waits so that ``KeyboardInterrupt`` is seen promptly.
-        ``timeout=None`` waits for ever.
+        ``timeout=None`` waits for ever; zero or a negative value does not wait at all (as
+        with :meth:`threading.Event.wait`, so a computed remaining time may go below zero).
         """
         if self._cancelled:
             return True
@@ -207,7 +208,8 @@ class CancelToken:
 
     @classmethod
     def with_timeout(cls, seconds: float, parent: CancelToken | None = None) -> CancelToken:
-        """A token that cancels itself after ``seconds`` (reason ``"timeout"``).
+        """A token that cancels itself after ``seconds`` (reason ``"timeout"``; a negative
+        value raises :class:`ValueError`).
 
         With ``parent`` it is also a child of that token. The timer is an entry in the shared
         deadline scheduler, removed as soon as the token is cancelled by any path.
@@ -219,9 +221,9 @@ class CancelToken:
     def set_deadline(self, seconds: float, reason: str = "timeout") -> None:
         """Cancel this token with ``reason`` after ``seconds`` unless cancelled sooner.
 
-        Replaces a deadline set earlier.
+        Replaces a deadline set earlier. A negative ``seconds`` raises :class:`ValueError`.
         """
-        entry = deadlines.schedule(seconds, lambda: self.cancel(reason))
+        entry = deadlines.schedule(deadlines.check_timeout(seconds, "seconds") or 0.0, lambda: self.cancel(reason))
         with self._lock:
             old, self._deadline = self._deadline, entry
             live = self._callbacks is not None

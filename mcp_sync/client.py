@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence, Union
 
 from pydantic import BaseModel
 
+from . import deadlines
 from .cancel import CancelToken
 from .context import Context
 from .endpoint import CancelObserver, Endpoint, EndpointStats, PendingCall, ProgressCallback
@@ -138,7 +139,7 @@ class Client(Session):
         self.elicitation_handler = elicitation_handler
         self.on_log = on_log
         self.on_notification = on_notification
-        self.default_timeout = default_timeout
+        self.default_timeout = deadlines.check_timeout(default_timeout, "default_timeout")
         self.requested_version = protocol_version
         self.server_instructions: str | None = None
         self._server_info: mcp_types.Implementation | None = None

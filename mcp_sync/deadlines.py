@@ -15,9 +15,17 @@ import threading
 import time
 from typing import Callable
 
-__all__ = ["Deadline", "schedule", "scheduler_thread_alive"]
+__all__ = ["Deadline", "schedule", "scheduler_thread_alive", "check_timeout"]
 
 _log = logging.getLogger("mcp_sync.deadlines")
+
+
+def check_timeout(seconds: float | None, name: str = "timeout") -> float | None:
+    """Return ``seconds`` if it is ``None`` or a number >= 0; raise :class:`ValueError` for a
+    negative number or NaN (a timeout of -1 s is a mistake, not "already expired")."""
+    if seconds is not None and not seconds >= 0:
+        raise ValueError(f"{name} must be a number of seconds >= 0 or None, not {seconds!r}")
+    return seconds
 
 
 class Deadline:

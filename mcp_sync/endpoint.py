@@ -165,6 +165,10 @@ class PendingCall(concurrent.futures.Future):  # type: ignore[type-arg]
         """The reason given when the call was cancelled, if it was."""
         return self._cancel_reason
 
+    def running(self) -> bool:
+        """True while the request is in flight: sent (or being sent) and not settled."""
+        return self._request is not None and not self.done()
+
     def cancel(self, reason: str | None = None) -> bool:  # type: ignore[override]
         """Cancel the call, in flight or not. Idempotent.
 
@@ -215,8 +219,9 @@ class PendingCall(concurrent.futures.Future):  # type: ignore[type-arg]
         :class:`~mcp_sync.errors.ConnectionClosed` when the connection ended, and
         :class:`TimeoutError` if *this wait's* ``timeout`` passes (the call goes on).
         A ``KeyboardInterrupt`` during the wait cancels the call on the wire, then propagates.
+        A negative ``timeout`` raises :class:`ValueError`.
         """
-        if not self._wait_done(timeout):
+        if not self._wait_done(deadlines.check_timeout(timeout)):
             raise WaitTimeout()
         try:
             raw = super().result(0)
@@ -226,7 +231,7 @@ class PendingCall(concurrent.futures.Future):  # type: ignore[type-arg]
 
     def exception(self, timeout: float | None = None) -> BaseException | None:
         """Like :meth:`result`, but returns the exception instead of raising it."""
-        if not self._wait_done(timeout):
+        if not self._wait_done(deadlines.check_timeout(timeout)):
             raise WaitTimeout()
         try:
             error = super().exception(0)
@@ -423,7 +428,8 @@ class Endpoint:
 
         Args:
             timeout: seconds until the call is cancelled on the wire and fails with
-                :class:`~mcp_sync.errors.RequestTimeout`.
+                :class:`~mcp_sync.errors.RequestTimeout` (a negative value raises
+                :class:`ValueError`).
             cancel_token: cancelling it cancels the call.
             on_progress: ``on_progress(progress, total, message)`` for each
                 ``notifications/progress`` the peer sends for this call (adds a
@@ -433,6 +439,8 @@ class Endpoint:
             related_request: the id of the inbound request on whose behalf this request is
                 made (transports such as Streamable HTTP send it on that request's stream).
         """
+        deadlines.check_timeout(timeout)
+        deadlines.check_timeout(max_total_timeout, "max_total_timeout")
         future = PendingCall(self, method)
         if cancel_token is not None and cancel_token.cancelled:
             future._cancel_reason = cancel_token.reason

@@ -21,6 +21,7 @@ __all__ = [
     "RequestTimeout",
     "CapabilityError",
     "PeerMisbehaved",
+    "ServerExited",
     "describe_base_exception",
 ]
 
@@ -54,6 +55,22 @@ class McpError(Exception):
 
 class ConnectionClosed(ConnectionError):
     """The connection ended while a call was pending, or a call was made on a closed one."""
+
+
+class ServerExited(ConnectionClosed):
+    """A spawned server process ended its output on its own (it exited or crashed).
+
+    The message gives its exit status (or signal) and the end of its stderr.
+
+    Attributes:
+        returncode: the exit status, negative for a signal, ``None`` if it had not exited.
+        stderr_tail: the last few KiB it wrote to stderr (may be empty).
+    """
+
+    def __init__(self, message: str = "the server process exited", *, returncode: int | None = None, stderr_tail: str = "") -> None:
+        super().__init__(message)
+        self.returncode = returncode
+        self.stderr_tail = stderr_tail
 
 
 class RequestTimeout(TimeoutError):

@@ -2,8 +2,13 @@
 
 Shutdown follows the MCP lifecycle: close the child's stdin, wait ``close_grace`` seconds,
 then SIGTERM, wait ``terminate_grace`` seconds, then SIGKILL. The child is always reaped.
-The child's stderr is inherited by default (it carries logs, which are not errors), or
-captured line by line into a callback, or discarded.
+
+The child's stderr carries logs, which are not errors. It is read from a pipe by one thread
+and copied to this process's stderr as it arrives (the default), or captured line by line
+into a callback, or discarded; in every mode its last :data:`STDERR_TAIL_BYTES` are kept, so
+that a server that exits on its own (a typo in its command, a missing module) fails the
+pending calls with :class:`~mcp_sync.errors.ServerExited`, which quotes its exit status and
+the end of its stderr.
 """
 
 from __future__ import annotations
@@ -16,13 +21,23 @@ import threading
 from collections import deque
 from typing import Callable, Literal, Mapping, Sequence, Union
 
+from ..errors import ServerExited
 from .base import FdLineReader, enlarge_pipe
 
-__all__ = ["SubprocessTransport", "StderrMode"]
+__all__ = ["SubprocessTransport", "StderrMode", "STDERR_TAIL_BYTES", "STDERR_LINE_BYTES"]
 
 _log = logging.getLogger("mcp_sync.subprocess")
 
 StderrMode = Union[Literal["inherit", "capture", "discard"], Callable[[str], object]]
+
+STDERR_TAIL_BYTES = 4096
+"""How much of the end of a child's stderr is kept for :class:`~mcp_sync.errors.ServerExited`."""
+
+STDERR_LINE_BYTES = 64 * 1024
+"""A stderr line longer than this is passed on (``"capture"`` or a callback) in pieces."""
+
+EXIT_WAIT = 1.0
+"""Seconds to wait, once the child closed its stdout, for it to exit and say why."""
 
 
 class SubprocessTransport:
@@ -32,8 +47,10 @@ class SubprocessTransport:
         command: the program and its arguments.
         env: extra environment variables, merged over this process's environment.
         cwd: working directory of the child.
-        stderr: ``"inherit"`` (default), ``"capture"`` (kept in :attr:`stderr_lines`, the last
-            1,000 lines), ``"discard"``, or a callable that receives each decoded line.
+        stderr: ``"inherit"`` (default: copied to this process's stderr as it arrives),
+            ``"capture"`` (kept in :attr:`stderr_lines`, the last 1,000 lines),
+            ``"discard"``, or a callable that receives each decoded line. Every mode keeps
+            the last :data:`STDERR_TAIL_BYTES` (:attr:`stderr_tail`).
         new_session: start the child in a session of its own (POSIX), so that a Ctrl-C at
             the terminal reaches only this process, which cancels its calls on the wire and
             shuts the child down in order; SIGTERM and SIGKILL then go to the child's whole
@@ -64,21 +81,17 @@ class SubprocessTransport:
         if env is not None:
             full_env = dict(os.environ)
             full_env.update(env)
-        stderr_target: int | None
-        if stderr == "inherit":
-            stderr_target = None
-        elif stderr == "discard":
-            stderr_target = subprocess.DEVNULL
-        else:
-            stderr_target = subprocess.PIPE
+        self._forward_stderr = stderr == "inherit"
         self._on_stderr: Callable[[str], object] | None = (
             self.stderr_lines.append if stderr == "capture" else stderr if callable(stderr) else None
         )
+        self._stderr_tail = bytearray()
+        self._tail_lock = threading.Lock()
         self.process = subprocess.Popen(
             self.command,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
-            stderr=stderr_target,
+            stderr=subprocess.PIPE,
             env=full_env,
             cwd=cwd,
             bufsize=0,
@@ -93,7 +106,7 @@ class SubprocessTransport:
         self._close_lock = threading.Lock()
         self._closed = False
         self._stderr_thread: threading.Thread | None = None
-        if self.process.stderr is not None:
+        if self.process.stderr is not None:  # always a pipe; None only for a stand-in Popen
             self._stderr_thread = threading.Thread(
                 target=self._pump_stderr, name=f"mcp_sync-stderr-{self.process.pid}", daemon=True
             )
@@ -104,12 +117,46 @@ class SubprocessTransport:
         """The child's process id."""
         return self.process.pid
 
+    @property
+    def stderr_tail(self) -> str:
+        """The last :data:`STDERR_TAIL_BYTES` the child wrote to its stderr (decoded)."""
+        with self._tail_lock:
+            return bytes(self._stderr_tail).decode("utf-8", "replace")
+
     def read_line(self) -> bytes | None:
-        """Next line from the child's stdout; ``None`` when it exits or after :meth:`close`."""
+        """Next line from the child's stdout; ``None`` after :meth:`close`.
+
+        Raises :class:`~mcp_sync.errors.ServerExited` when the child ends its stdout on its
+        own: with its exit status and the end of its stderr.
+        """
         line = self._reader.read_line()
         if line is None and self.process.stdout is not None:
             self.process.stdout.close()  # the reading thread owns the descriptor
+            if not self._closed:
+                raise self._exited()
         return line
+
+    def _exited(self) -> ServerExited:
+        """What to say when the child closed its stdout without being asked to."""
+        try:
+            code: int | None = self.process.wait(EXIT_WAIT)
+        except subprocess.TimeoutExpired:
+            code = None
+        if code is not None and self._stderr_thread is not None:
+            self._stderr_thread.join(EXIT_WAIT)  # its last words are on their way
+        if code is None:
+            what = f"the server process {self.process.pid} closed its stdout"
+        elif code < 0:
+            try:
+                name = signal.Signals(-code).name
+            except ValueError:
+                name = str(-code)
+            what = f"the server process {self.process.pid} was killed by signal {name}"
+        else:
+            what = f"the server process {self.process.pid} exited with status {code}"
+        tail = self.stderr_tail.rstrip()
+        message = f"{what}; the end of its stderr:\n{tail}" if tail else f"{what} (it wrote nothing to stderr)"
+        return ServerExited(message, returncode=code, stderr_tail=tail)
 
     def write(self, data: bytes) -> None:
         """Write one line to the child's stdin."""
@@ -124,14 +171,44 @@ class SubprocessTransport:
     def _pump_stderr(self) -> None:
         stream = self.process.stderr
         assert stream is not None
-        for raw in iter(stream.readline, b""):
-            line = raw.decode("utf-8", "replace").rstrip("\r\n")
-            try:
+        fd = stream.fileno()
+        partial = b""
+        try:
+            while True:
+                try:
+                    chunk = os.read(fd, 65536)
+                except OSError:
+                    break
+                if not chunk:
+                    break
+                with self._tail_lock:
+                    self._stderr_tail += chunk
+                    del self._stderr_tail[:-STDERR_TAIL_BYTES]
+                if self._forward_stderr:
+                    _write_all(2, chunk)
                 if self._on_stderr is not None:
-                    self._on_stderr(line)
-            except Exception:
-                _log.exception("stderr callback failed")
-        stream.close()
+                    partial = self._stderr_lines(partial + chunk)
+            if partial and self._on_stderr is not None:
+                self._emit_stderr(partial)
+        finally:
+            stream.close()
+
+    def _stderr_lines(self, data: bytes) -> bytes:
+        """Pass on each whole line of ``data`` (long ones in pieces); return the rest."""
+        *lines, rest = data.split(b"\n")
+        for line in lines:
+            self._emit_stderr(line)
+        while len(rest) > STDERR_LINE_BYTES:
+            self._emit_stderr(rest[:STDERR_LINE_BYTES])
+            rest = rest[STDERR_LINE_BYTES:]
+        return rest
+
+    def _emit_stderr(self, raw: bytes) -> None:
+        assert self._on_stderr is not None
+        try:
+            self._on_stderr(raw.decode("utf-8", "replace").rstrip("\r"))
+        except Exception:
+            _log.exception("stderr callback failed")
 
     def _signal(self, signum: int) -> None:
         try:
@@ -169,3 +246,13 @@ class SubprocessTransport:
         if self._stderr_thread is not None and self._stderr_thread is not threading.current_thread():
             self._stderr_thread.join(1.0)
 
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    """Write ``data`` to ``fd`` whole; give up quietly if it is closed."""
+    view = memoryview(data)
+    try:
+        while view:
+            view = view[os.write(fd, view) :]
+    except OSError:
+        pass
