@@ -6,8 +6,8 @@ Blocking code can issue, cancel and serve MCP requests from plain threads, witho
 from .cancel import CancelToken, Cancelled
 from .client import Client
 from .context import Context
-from .endpoint import Endpoint, PendingCall
-from .errors import CapabilityError, ConnectionClosed, McpError, RequestTimeout
+from .endpoint import Endpoint, EndpointStats, PendingCall
+from .errors import CapabilityError, ConnectionClosed, McpError, PeerMisbehaved, RequestTimeout, ServerExited
 from .server import Server, ServerHandle, ServerSession
 from .transports import MemoryTransport, StdioTransport, SubprocessTransport, memory_pair
 
@@ -21,11 +21,14 @@ __all__ = [
     "ConnectionClosed",
     "Context",
     "Endpoint",
+    "EndpointStats",
     "McpError",
     "MemoryTransport",
+    "PeerMisbehaved",
     "PendingCall",
     "RequestTimeout",
     "Server",
+    "ServerExited",
     "ServerHandle",
     "ServerSession",
     "StdioTransport",
