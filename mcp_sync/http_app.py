@@ -42,6 +42,7 @@ from .jsonrpc import (
     InvalidMessage,
     Notification,
     Request,
+    decode,
     decode_object,
     encode,
 )
@@ -311,10 +312,11 @@ class McpWsgiApp:
         if isinstance(body, Refusal):
             return _refuse(body)(start_response)
         try:
-            parsed = json.loads(body)
+            message = decode_object(json.loads(body))
+        except RecursionError:  # nested deeper than MAX_NESTING_DEPTH: refused with its id
+            message = decode(body)
         except (ValueError, UnicodeDecodeError):
             return _jsonrpc_error(start_response, "400 Bad Request", PARSE_ERROR, "Parse error")
-        message = decode_object(parsed)
         if isinstance(message, InvalidMessage):
             reply = message.reply or ErrorResponse(None, INVALID_REQUEST, message.detail)
             return _json(start_response, "400 Bad Request", encode(reply))
