@@ -332,3 +332,13 @@ def join_new_threads(before: set[threading.Thread], limit: float = WAIT) -> list
     for thread in new_threads(before):
         thread.join(max(0.0, end - time.monotonic()))
     return new_threads(before)
+
+
+def single_answer(response: httpx.Response) -> dict[str, Any]:
+    """The one JSON-RPC message of a POST's answer, whether JSON or a whole SSE stream."""
+    if response.headers.get("content-type", "").startswith("text/event-stream"):
+        data = [line[5:].strip() for line in response.text.splitlines() if line.startswith("data:")]
+        messages = [json.loads(d) for d in data if d]
+        assert len(messages) == 1, messages
+        return messages[0]
+    return response.json()  # type: ignore[no-any-return]

@@ -7,9 +7,9 @@ raised RecursionError inside the WSGI app: a 500 with a traceback, no JSON-RPC a
 from __future__ import annotations
 
 import json
-from typing import Any
 
 import pytest
+from http_support import single_answer
 
 from mcp_sync import Server
 from mcp_sync.jsonrpc import INVALID_REQUEST, MAX_NESTING_DEPTH
@@ -17,15 +17,6 @@ from mcp_sync.jsonrpc import INVALID_REQUEST, MAX_NESTING_DEPTH
 
 def _nested(depth: int) -> str:
     return "[" * depth + "1" + "]" * depth
-
-
-def _answer(response: Any) -> dict[str, Any]:
-    if response.headers.get("content-type", "").startswith("text/event-stream"):
-        data = [line[5:].strip() for line in response.text.splitlines() if line.startswith("data:")]
-        messages = [json.loads(d) for d in data if d]
-        assert len(messages) == 1, messages
-        return messages[0]
-    return response.json()
 
 
 @pytest.mark.parametrize("depth", [MAX_NESTING_DEPTH - 2, MAX_NESTING_DEPTH - 1, 500, 5_000, 100_000])
@@ -36,12 +27,12 @@ def test_deep_posts_are_answered_once_and_the_session_goes_on(serve, raw, depth)
     session = raw(handle.url)
     session.initialize()
     body = f'{{"jsonrpc":"2.0","id":"d{depth}","method":"test/echo","params":{{"v":{_nested(depth)}}}}}'
-    answer = _answer(session.post(None, content=body.encode()))
+    answer = single_answer(session.post(None, content=body.encode()))
     assert answer["id"] == f"d{depth}"
     if depth <= MAX_NESTING_DEPTH - 2:
         assert answer["result"] == {"v": json.loads(_nested(depth))}
     else:
         assert answer["error"]["code"] == INVALID_REQUEST
         assert "nesting too deep" in answer["error"]["message"]
-    ping = _answer(session.post({"jsonrpc": "2.0", "id": "after", "method": "ping"}))
+    ping = single_answer(session.post({"jsonrpc": "2.0", "id": "after", "method": "ping"}))
     assert ping == {"jsonrpc": "2.0", "id": "after", "result": {}}
