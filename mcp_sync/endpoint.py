@@ -31,7 +31,7 @@ from typing import Any, Callable, Iterable, Mapping
 
 from . import deadlines
 from .cancel import WAIT_SLICE, Cancelled, CancelToken
-from .errors import ConnectionClosed, McpError, PeerMisbehaved, RequestTimeout, describe_base_exception
+from .errors import ConnectionClosed, McpError, RequestTimeout, describe_base_exception
 from .jsonrpc import (
     INTERNAL_ERROR,
     ErrorResponse,
@@ -216,7 +216,8 @@ class PendingCall(concurrent.futures.Future):  # type: ignore[type-arg]
         Raises :class:`~mcp_sync.errors.McpError` for an error from the peer,
         :class:`~mcp_sync.errors.RequestTimeout` when the call's ``timeout=`` expired,
         :class:`~mcp_sync.cancel.Cancelled` when it was cancelled,
-        :class:`~mcp_sync.errors.ConnectionClosed` when the connection ended, and
+        :class:`~mcp_sync.errors.ConnectionClosed` when the connection ended,
+        :class:`~mcp_sync.errors.PeerMisbehaved` when the peer's response was invalid, and
         :class:`TimeoutError` if *this wait's* ``timeout`` passes (the call goes on).
         A ``KeyboardInterrupt`` during the wait cancels the call on the wire, then propagates.
         A negative ``timeout`` raises :class:`ValueError`.
