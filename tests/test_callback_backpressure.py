@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import sys
 import threading
+import tracemalloc
 from typing import Any
 
 import pytest
@@ -205,13 +206,21 @@ def test_stdio_flood_with_a_blocked_callback_stays_bounded_and_the_response_arri
 
     with _spawn(on_log=on_log, max_queued_callbacks=limit) as client:
         holder.append(client)
-        pending = client.call_tool_future("flood", {"count": count, "size": size}, timeout=60)
-        wait_until(lambda: client.stats().callback_queue_depth == limit, timeout=20, message="the queue to fill")
-        reader = client.endpoint._reader
-        assert reader is not None
-        wait_until_blocked_in(reader, "submit", timeout=20)
+        tracemalloc.start()
+        try:
+            baseline = tracemalloc.get_traced_memory()[0]
+            pending = client.call_tool_future("flood", {"count": count, "size": size}, timeout=60)
+            wait_until(lambda: client.stats().callback_queue_depth == limit, timeout=20, message="the queue to fill")
+            reader = client.endpoint._reader
+            assert reader is not None
+            wait_until_blocked_in(reader, "submit", timeout=20)
+            growth = tracemalloc.get_traced_memory()[0] - baseline
+        finally:
+            tracemalloc.stop()
         assert not pending.done()
         assert client.stats().callback_queue_depth == limit
+        # the rest of the ~3 MiB flood waits in the pipe and the server, not in this process
+        assert growth < 1024 * 1024, f"memory grew by {growth} bytes while the reader waited"
         gate.set()
         result = pending.result(60)
         assert result["structuredContent"] == {"result": count}

@@ -17,6 +17,7 @@ import pytest
 
 from endpoint_support import WAIT, endpoint_pair, raw_server
 from mcp_helpers import REPO_ROOT, SERVERS_DIR
+from mcp_sync import Client, McpError
 from mcp_sync.jsonrpc import (
     INVALID_REQUEST,
     MAX_NESTING_DEPTH,
@@ -159,8 +160,6 @@ def test_handler_result_too_deep_to_encode_is_an_internal_error_that_says_so():
         return {"v": value}
 
     with endpoint_pair({"deep": deep}) as pair:
-        from mcp_sync import McpError
-
         with pytest.raises(McpError, match="nest too deep"):
             pair.client.call("deep", None, timeout=WAIT)
         assert pair.server.in_flight() == (0, 0)
@@ -238,3 +237,18 @@ def test_stdio_server_answers_deep_requests_of_every_shape(stdio_peer):
     # the connection is still up
     stdio_peer.send({"jsonrpc": "2.0", "id": "last", "method": "ping"})
     assert stdio_peer.recv() == {"jsonrpc": "2.0", "id": "last", "result": {}}
+
+
+def test_typed_client_round_trip_at_the_deepest_tool_argument():
+    # every layer that walks the value: the client's encoder, the server's decoder and argument
+    # validation, the tool result's JSON text and structured content, the client's model
+    value = json.loads(nested(TOOL_MAX, "mixed"))
+    env = {"PYTHONPATH": str(REPO_ROOT)}
+    with Client.stdio([sys.executable, str(HOSTILE)], env=env, stderr="discard", init_timeout=20) as client:
+        result = client.call_tool("echo_value", {"value": value}, timeout=20)
+        assert not result.is_error, result
+        assert result.structured_content == {"value": value}
+        with pytest.raises(McpError) as info:
+            client.call_tool("echo_value", {"value": [value]}, timeout=20)
+        assert info.value.code == INVALID_REQUEST and "nesting too deep" in info.value.message
+        assert client.call_tool("pid", timeout=20).structured_content
