@@ -8,6 +8,8 @@ Before the change ``PendingCall.running()`` was always False, ``timeout=-1`` fai
 from __future__ import annotations
 
 import math
+import os
+import signal
 import sys
 
 import pytest
@@ -16,7 +18,7 @@ from endpoint_support import WAIT, Blocker, endpoint_pair
 from mcp_helpers import connected
 from mcp_sync import CancelToken, Client, ConnectionClosed, RequestTimeout, Server, memory_pair
 from mcp_sync.errors import ServerExited
-from mcp_sync.transports.subprocess import STDERR_TAIL_BYTES
+from mcp_sync.transports.subprocess import STDERR_TAIL_BYTES, SubprocessTransport
 
 
 # -- running() ------------------------------------------------------------------------------------
@@ -149,3 +151,23 @@ def test_a_server_that_exits_later_fails_pending_calls_with_server_exited():
         with pytest.raises(ServerExited, match="out of cheese"):
             client.list_tools(timeout=20)
         assert client.stats().closed
+
+
+def test_close_stops_reading_stderr_that_a_leftover_grandchild_holds_open():
+    # the server starts a helper that inherits its stderr and outlives it
+    code = (
+        "import subprocess, sys\n"
+        "helper = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)'])\n"
+        "print(helper.pid, flush=True)\n"
+        "sys.stdin.read()\n"
+    )
+    transport = SubprocessTransport(_python(code), stderr="discard", close_grace=5)
+    helper_pid = int(transport.read_line() or b"0")
+    try:
+        pump = transport._stderr_thread
+        assert pump is not None and pump.is_alive()
+        transport.close()
+        assert transport.process.returncode == 0
+        assert not pump.is_alive(), "the stderr thread stayed blocked on the helper's open stderr"
+    finally:
+        os.kill(helper_pid, signal.SIGKILL)

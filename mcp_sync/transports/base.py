@@ -106,21 +106,11 @@ class FdLineReader:
         while True:
             if self._lines:
                 return self._lines.popleft()
-            if self._eof or self._woken:
-                self.release()
+            size = self._read()
+            if size is None:
                 return None
-            for fd, _ in self._poller.poll(None if self._pollable else 0):
-                if fd == self._wake_r:
-                    self._woken = True
-            if self._woken:
-                self.release()
-                return None
-            try:
-                size = os.readv(self._fd, (self._buffer,))
-            except (BlockingIOError, InterruptedError):
+            if size < 0:
                 continue
-            except OSError:
-                size = 0
             if not size:
                 self._eof = True
                 if self._partial:
@@ -130,6 +120,37 @@ class FdLineReader:
             if not self._partial and self._buffer.find(b"\n", 0, size) == size - 1:
                 return _strip_cr(self._view[: size - 1].tobytes())  # one whole line: the usual case
             self._feed(self._view[:size].tobytes())
+
+    def read_chunk(self) -> bytes | None:
+        """Return the bytes that are there now, as they came (no line splitting), or ``None``
+        at the end or after :meth:`wake`. Use either this or :meth:`read_line`, not both."""
+        while True:
+            size = self._read()
+            if size is None:
+                return None
+            if size > 0:
+                return self._view[:size].tobytes()
+            if size == 0:
+                self._eof = True
+
+    def _read(self) -> int | None:
+        """Wait for data and read it into the buffer: its size (0 at end of stream, -1 for a
+        read to retry), or ``None`` once the reader is finished (end seen, or woken)."""
+        if self._eof or self._woken:
+            self.release()
+            return None
+        for fd, _ in self._poller.poll(None if self._pollable else 0):
+            if fd == self._wake_r:
+                self._woken = True
+        if self._woken:
+            self.release()
+            return None
+        try:
+            return os.readv(self._fd, (self._buffer,))
+        except (BlockingIOError, InterruptedError):
+            return -1
+        except OSError:
+            return 0
 
     def _feed(self, chunk: bytes) -> None:
         newline = chunk.find(b"\n")

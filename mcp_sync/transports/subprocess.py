@@ -106,9 +106,14 @@ class SubprocessTransport:
         self._close_lock = threading.Lock()
         self._closed = False
         self._stderr_thread: threading.Thread | None = None
+        self._stderr_reader: FdLineReader | None = None
         if self.process.stderr is not None:  # always a pipe; None only for a stand-in Popen
+            self._stderr_reader = FdLineReader(self.process.stderr.fileno(), chunk_size=65536)
             self._stderr_thread = threading.Thread(
-                target=self._pump_stderr, name=f"mcp_sync-stderr-{self.process.pid}", daemon=True
+                target=self._pump_stderr,
+                args=(self._stderr_reader,),
+                name=f"mcp_sync-stderr-{self.process.pid}",
+                daemon=True,
             )
             self._stderr_thread.start()
 
@@ -168,18 +173,14 @@ class SubprocessTransport:
             while view:
                 view = view[self._stdin.write(view) :]
 
-    def _pump_stderr(self) -> None:
+    def _pump_stderr(self, reader: FdLineReader) -> None:
         stream = self.process.stderr
         assert stream is not None
-        fd = stream.fileno()
         partial = b""
         try:
             while True:
-                try:
-                    chunk = os.read(fd, 65536)
-                except OSError:
-                    break
-                if not chunk:
+                chunk = reader.read_chunk()
+                if chunk is None:
                     break
                 with self._tail_lock:
                     self._stderr_tail += chunk
@@ -243,8 +244,13 @@ class SubprocessTransport:
                 self._signal(signal.SIGKILL)
                 proc.wait()
         self._reader.wake()
-        if self._stderr_thread is not None and self._stderr_thread is not threading.current_thread():
-            self._stderr_thread.join(1.0)
+        pump = self._stderr_thread
+        if pump is not None and pump is not threading.current_thread():
+            pump.join(1.0)  # the child's last words
+            if pump.is_alive() and self._stderr_reader is not None:
+                # a process the server left behind still holds its stderr: stop reading it
+                self._stderr_reader.wake()
+                pump.join(1.0)
 
 
 
