@@ -224,7 +224,7 @@ def test_stdio_flood_with_a_blocked_callback_stays_bounded_and_the_response_arri
         assert growth < 1024 * 1024, f"memory grew by {growth} bytes while the reader waited"
         gate.set()
         result = pending.result(60)
-        assert result["structuredContent"] == {"result": count}
+        assert result.structured_content == {"result": count}
         wait_until(lambda: len(seen) == count, timeout=20, message=f"all notifications delivered ({len(seen)})")
         assert seen == list(range(count))
         assert max(depths) <= limit
