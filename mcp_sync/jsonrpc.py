@@ -196,10 +196,10 @@ def decode(line: bytes | str) -> Message | InvalidMessage:
                 return _too_deep(line)
     except RecursionError:
         return _too_deep(line)
-    except (ValueError, UnicodeDecodeError) as exc:
-        return InvalidMessage(
-            f"parse error: {exc}", ErrorResponse(None, PARSE_ERROR, "Parse error"), line
-        )
+    except (ValueError, UnicodeDecodeError):
+        # one detail for every parse error: it keys the dropped-message counts, which must
+        # not grow with what a peer sends (the line itself is logged at DEBUG)
+        return InvalidMessage("parse error", ErrorResponse(None, PARSE_ERROR, "Parse error"), line)
     return decode_object(obj)
 
 

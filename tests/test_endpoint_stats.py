@@ -76,3 +76,11 @@ def test_client_stats_show_a_running_tool_call_and_the_server_side_agrees():
         release.set()
         pending.result(WAIT)
         assert conn.client.stats().outbound_in_flight == 0
+
+
+def test_dropped_reasons_do_not_grow_with_what_the_peer_sends():
+    with raw_server() as s:
+        for n in range(50):
+            s.peer.send(f"not json {n} " + "x" * n)
+            s.peer.recv()  # each gets its -32700
+        assert s.server.stats().dropped == {"parse error": 50}
