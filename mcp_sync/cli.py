@@ -45,7 +45,7 @@ from .cli_parser import (
 )
 from .cli_serve import cmd_serve
 from .client import Client
-from .errors import CapabilityError, ConnectionClosed, McpError, RequestTimeout
+from .errors import CapabilityError, ConnectionClosed, McpError, RequestTimeout, ServerExited
 from .wire import model_to_wire
 
 # the exit codes (EXIT_*) and the parser are in cli_parser, load_server in cli_serve
@@ -158,7 +158,8 @@ STDERR_TAIL = 5
 def _failed_start(exc: ConnectionClosed, transport: Any, *, captured: bool) -> str:
     """What to say when a spawned server closed the connection during the handshake
     (``captured``: its stderr was kept, not shown)."""
-    text = f"{exc} during the handshake"
+    # a ServerExited already quotes status and stderr: said below, in this command's format
+    text = f"{'the peer closed the connection' if isinstance(exc, ServerExited) else exc} during the handshake"
     status = transport.process.poll()
     if status is not None and "exit" not in text:
         text += f" (the server exited with status {status})"
