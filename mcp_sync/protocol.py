@@ -290,10 +290,8 @@ class Protocol:
         request = self._match_outbound(response_id)
         if request is None:
             return []
-        self._forget_outbound(request)
-        request.state = OutboundState.FAILED
         failure = PeerMisbehaved(f"{request.method}: the peer sent an invalid response ({detail})", detail)
-        return [Settle(request, exception=failure)]
+        return self.fail_outbound(request, failure)
 
     def _match_outbound(self, response_id: RequestId) -> OutboundRequest | None:
         """The pending outbound request a response id names (``"7"`` matches our ``7``)."""
