@@ -1,89 +1,224 @@
 """A small bounded worker pool, and an ordered runner for user callbacks.
 
-The pool starts threads on demand up to ``max_workers`` and never more; it can be shut down
-with a bounded join (a handler that ignores its cancellation cannot hang ``close()``).
+The pool starts threads on demand up to ``max_workers`` and never more, lets them exit when
+idle, and can be shut down with a bounded join (a handler that ignores its cancellation
+cannot hang ``close()``). One pool may serve many connections (the HTTP app shares one
+between all its sessions).
 """
 
 from __future__ import annotations
 
 import logging
-import queue
 import threading
 import time
 from collections import deque
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any, Callable, Iterator
 
-__all__ = ["WorkerPool", "CallbackThread", "MAX_QUEUED_CALLBACKS"]
+from . import deadlines
+
+__all__ = [
+    "WorkerPool",
+    "PoolStats",
+    "CallbackThread",
+    "MAX_QUEUED_CALLBACKS",
+    "DEFAULT_IDLE_TIMEOUT",
+    "DEFAULT_WAIT_WARNING",
+]
 
 _log = logging.getLogger("mcp_sync.workers")
 
 
-class WorkerPool:
-    """A bounded pool of daemon threads fed from one queue."""
+DEFAULT_IDLE_TIMEOUT = 1.0
+"""Seconds a worker with nothing to do waits for work before its thread exits."""
 
-    def __init__(self, max_workers: int, name: str) -> None:
+DEFAULT_WAIT_WARNING = 5.0
+"""Seconds a task may wait for a free worker before the pool logs a warning."""
+
+
+@dataclass(frozen=True)
+class PoolStats:
+    """A snapshot of a :class:`WorkerPool` (see :meth:`WorkerPool.stats`).
+
+    Attributes:
+        max_workers: the bound on the pool's threads.
+        threads: worker threads alive (busy or idle).
+        busy: workers running a task.
+        idle: workers waiting for a task (each exits after ``idle_timeout`` seconds).
+        queued: tasks waiting for a free worker.
+        longest_wait: seconds the oldest queued task has waited so far (0.0 when none).
+    """
+
+    max_workers: int
+    threads: int
+    busy: int
+    idle: int
+    queued: int
+    longest_wait: float
+
+
+class WorkerPool:
+    """A bounded pool of daemon threads that exist only while there is work.
+
+    A thread is started when a task is submitted and no worker is free, up to
+    ``max_workers``; a worker that finds no task for ``idle_timeout`` seconds exits, so an
+    idle pool holds no thread. Tasks run in submission order (first queued, first started).
+
+    When a task has waited for a worker for more than ``wait_warning`` seconds (every worker
+    busy -- typically with handlers that ignore their cancellation), the pool logs a warning
+    on the ``mcp_sync.workers`` logger, once per waiting task, naming the pool and its state
+    (``None`` turns the warning off). :meth:`stats` gives the same numbers at any time.
+
+    Args:
+        max_workers: the bound on threads.
+        name: prefix of thread names (``<name>-worker-<n>``) and of warnings.
+        idle_timeout: seconds an idle worker waits for work before exiting.
+        wait_warning: the waiting time that triggers a warning.
+    """
+
+    def __init__(
+        self,
+        max_workers: int,
+        name: str,
+        *,
+        idle_timeout: float = DEFAULT_IDLE_TIMEOUT,
+        wait_warning: float | None = DEFAULT_WAIT_WARNING,
+    ) -> None:
         if max_workers < 1:
             raise ValueError("max_workers must be at least 1")
         self.max_workers = max_workers
-        self._name = name
-        self._queue: queue.SimpleQueue[tuple[Callable[..., Any], tuple[Any, ...]] | None] = (
-            queue.SimpleQueue()
-        )
-        self._idle = 0  # workers waiting for work, guarded by _lock
-        self._lock = threading.Lock()
-        self._threads: list[threading.Thread] = []
+        self.name = name
+        self.idle_timeout = idle_timeout
+        self.wait_warning = wait_warning
+        self._cond = threading.Condition(threading.Lock())
+        # (monotonic time queued, task, args), oldest first
+        self._items: deque[tuple[float, Callable[..., Any], tuple[Any, ...]]] = deque()
+        self._threads: set[threading.Thread] = set()
+        self._idle = 0  # workers waiting for a task
+        self._busy = 0  # workers running a task
+        self._started = 0  # threads ever started (for their names)
         self._shutdown = False
+        self._watch: deadlines.Deadline | None = None  # the next wait-warning check
+        self._warned_through = float("-inf")  # queue time of the last task warned about
 
     def submit(self, fn: Callable[..., Any], *args: Any) -> None:
         """Queue ``fn(*args)``; raises RuntimeError after :meth:`shutdown`."""
-        with self._lock:
+        with self._cond:
             if self._shutdown:
                 raise RuntimeError("worker pool is shut down")
-            self._queue.put((fn, args))
-            if self._idle > 0:
-                self._idle -= 1  # that worker will take this item
+            self._items.append((time.monotonic(), fn, args))
+            if len(self._items) <= self._idle:
+                self._cond.notify()  # an idle worker takes it
                 return
             if len(self._threads) < self.max_workers:
+                self._started += 1
                 thread = threading.Thread(
-                    target=self._work,
-                    name=f"{self._name}-worker-{len(self._threads) + 1}",
-                    daemon=True,
+                    target=self._work, name=f"{self.name}-worker-{self._started}", daemon=True
                 )
-                self._threads.append(thread)
+                self._threads.add(thread)
                 thread.start()
+                return
+            self._arm_watch()  # every worker is busy: the task waits
 
     def _work(self) -> None:
-        while True:
-            item = self._queue.get()
-            if item is None:
-                return
-            fn, args = item
-            try:
-                fn(*args)
-            except BaseException:  # never let one task kill a worker
-                _log.exception("worker task %r failed", fn)
-            del item, fn, args
-            with self._lock:
+        me = threading.current_thread()
+        cond = self._cond
+        with cond:
+            while True:
+                if self._items:
+                    _, fn, args = self._items.popleft()
+                    self._busy += 1
+                    if not self._items and self._watch is not None:
+                        self._watch.cancel()  # nothing waits any more
+                        self._watch = None
+                    cond.release()
+                    try:
+                        fn(*args)
+                    except BaseException:  # never let one task kill a worker
+                        _log.exception("%s: worker task %r failed", self.name, fn)
+                    finally:
+                        del fn, args
+                        cond.acquire()
+                        self._busy -= 1
+                    continue
+                if self._shutdown:
+                    break
                 self._idle += 1
+                woken = cond.wait(self.idle_timeout)
+                self._idle -= 1
+                if not woken and not self._items:
+                    break  # idle for idle_timeout: the thread exits
+            self._threads.discard(me)
+
+    # -- waiting too long ---------------------------------------------------------------------
+    def _arm_watch(self) -> None:
+        """Schedule the next wait-warning check, if one is due. Called with the lock held."""
+        if self.wait_warning is None or self._watch is not None or self._shutdown:
+            return
+        for queued_at, _, _ in self._items:
+            if queued_at > self._warned_through:
+                delay = queued_at + self.wait_warning - time.monotonic()
+                self._watch = deadlines.schedule(delay, self._check_waits)
+                return
+
+    def _check_waits(self) -> None:
+        assert self.wait_warning is not None
+        with self._cond:
+            self._watch = None
+            now = time.monotonic()
+            late = [t for t, _, _ in self._items if t > self._warned_through and now - t >= self.wait_warning]
+            if late:
+                self._warned_through = late[-1]
+                stats = self._stats_locked(now)
+            self._arm_watch()
+        if late:
+            _log.warning(
+                "%s: %d task(s) waited more than %g s for a worker (oldest %.1f s): %d of %d "
+                "workers busy, %d queued -- are handlers ignoring their cancellation?",
+                self.name,
+                len(late),
+                self.wait_warning,
+                now - late[0],
+                stats.busy,
+                stats.max_workers,
+                stats.queued,
+            )
+
+    # -- state --------------------------------------------------------------------------------
+    def stats(self) -> PoolStats:
+        """A consistent snapshot of the pool's threads and queue."""
+        with self._cond:
+            return self._stats_locked(time.monotonic())
+
+    def _stats_locked(self, now: float) -> PoolStats:
+        return PoolStats(
+            max_workers=self.max_workers,
+            threads=len(self._threads),
+            busy=self._busy,
+            idle=self._idle,
+            queued=len(self._items),
+            longest_wait=max(0.0, now - self._items[0][0]) if self._items else 0.0,
+        )
 
     def shutdown(self, timeout: float | None = None) -> list[threading.Thread]:
         """Stop accepting work, let queued work finish, join the threads.
 
         Returns the threads still alive after ``timeout`` seconds (empty when all joined).
         """
-        with self._lock:
-            if not self._shutdown:
-                self._shutdown = True
-                for _ in self._threads:
-                    self._queue.put(None)
+        with self._cond:
+            self._shutdown = True
+            self._cond.notify_all()
+            watch, self._watch = self._watch, None
             threads = list(self._threads)
+        if watch is not None:
+            watch.cancel()
         end = None if timeout is None else time.monotonic() + timeout
+        current = threading.current_thread()
         for thread in threads:
-            if thread is threading.current_thread():
-                continue
-            thread.join(None if end is None else max(0.0, end - time.monotonic()))
-        return [t for t in threads if t.is_alive() and t is not threading.current_thread()]
+            if thread is not current:
+                thread.join(None if end is None else max(0.0, end - time.monotonic()))
+        return [t for t in threads if t.is_alive() and t is not current]
 
 
 MAX_QUEUED_CALLBACKS = 1000
