@@ -8,7 +8,7 @@ from .client import Client
 from .context import Context
 from .endpoint import Endpoint, EndpointStats, PendingCall
 from .errors import CapabilityError, ConnectionClosed, McpError, PeerMisbehaved, RequestTimeout, ServerExited
-from .server import Server, ServerHandle, ServerSession
+from .server import Server, ServerHandle, ServerSession, ServerStats
 from .transports import MemoryTransport, StdioTransport, SubprocessTransport, memory_pair
 
 __version__ = "0.1.0"
@@ -31,6 +31,7 @@ __all__ = [
     "ServerExited",
     "ServerHandle",
     "ServerSession",
+    "ServerStats",
     "StdioTransport",
     "SubprocessTransport",
     "memory_pair",

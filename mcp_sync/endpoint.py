@@ -300,6 +300,8 @@ class Endpoint:
         on_cancelled: ``on_cancelled(request_id, reason)`` for every well-formed
             ``notifications/cancelled`` received (whether or not it matched a request in
             flight), on the callback thread.
+        pool: run handlers on this pool instead (shared with other endpoints; the
+            endpoint neither starts nor joins its threads, and ``max_workers`` is unused).
         inline_handlers: methods answered on the reader thread by library code that never
             blocks (``ping``); never user code.
         name: prefix of thread names.
@@ -318,6 +320,7 @@ class Endpoint:
         on_cancelled: CancelObserver | None = None,
         inline_handlers: dict[str, Callable[[InboundRequest], Any]] | None = None,
         name: str = "mcp_sync",
+        pool: WorkerPool | None = None,
     ) -> None:
         self._transport = transport
         self._request_handler = request_handler
@@ -337,7 +340,8 @@ class Endpoint:
         if bind_call_failure is not None:  # a transport that can fail one call (HTTP)
             bind_call_failure(self.fail_call)
         self._write_lock = threading.Lock()
-        self._pool = WorkerPool(max_workers, name)
+        self._owns_pool = pool is None
+        self._pool = pool if pool is not None else WorkerPool(max_workers, name)
         self._callbacks = CallbackThread(name, max_queued_callbacks)
         self.on_cancelled = on_cancelled
         """``on_cancelled(request_id, reason)`` for every ``notifications/cancelled`` received."""
@@ -380,21 +384,28 @@ class Endpoint:
                 return
         callback()
 
-    def close(self, grace: float = 5.0) -> list[threading.Thread]:
+    def close(self, grace: float = 5.0, *, join: bool = True) -> list[threading.Thread]:
         """Close the connection and join the threads this endpoint started.
 
         Every inbound token is cancelled and every pending outbound call fails with
         :class:`~mcp_sync.errors.ConnectionClosed`. Handlers get ``grace`` seconds to notice
         their cancellation; the threads still running after that are returned (and logged).
+        Handlers on a shared ``pool`` are cancelled but not waited for. ``join=False``
+        waits for no thread at all (they finish on their own); calling ``close()`` again
+        later joins them.
         """
         self._connection_lost(ConnectionClosed("connection closed locally"))
         self._drain_outbox(min(grace, 1.0))  # a cancellation queued just now still goes out
         self._transport.close()
+        if not join:
+            return []
         current = threading.current_thread()
         reader = self._reader
         if reader is not None and reader is not current:
             reader.join(grace)
-        stuck = self._pool.shutdown(grace)
+        # a shared pool is not ours to join: this endpoint's handlers were cancelled above
+        # and finish on their own (a queued one never starts)
+        stuck = self._pool.shutdown(grace) if self._owns_pool else []
         callbacks = self._callbacks.join(grace)
         if callbacks is not None:
             stuck.append(callbacks)
@@ -816,6 +827,11 @@ class Endpoint:
             self._transport.close()
 
     # -- diagnostics ------------------------------------------------------------------------
+    @property
+    def pool(self) -> WorkerPool:
+        """The pool that runs this endpoint's request handlers (perhaps shared)."""
+        return self._pool
+
     def in_flight(self) -> tuple[int, int]:
         """Counts of in-flight (inbound, outbound) requests."""
         with self._lock:

@@ -13,7 +13,11 @@ thread per connection, which this module re-exports).
   request stream that ended with nothing left to replay (answered, or cancelled: it never
   gets an answer) is answered ``204`` (SSE's "stop reconnecting"); an unknown event id gets
   ``400``, never ``404``, which would tell the client that its session is gone.
-* ``DELETE`` ends the session (its running handlers are cancelled).
+* ``DELETE`` ends the session at once: its running handlers are cancelled and finish on
+  their own (on the app's shared pool), whether or not they watch their token.
+* Handlers of every session run on **one bounded pool shared by the app**
+  (``max_workers``); an idle session owns no thread. At most ``max_sessions`` sessions
+  live at once: beyond that ``initialize`` gets ``503``.
 * ``Mcp-Session-Id`` is issued at ``initialize`` (cryptographically random); an unknown or
   ended session gets 404, a missing one 400. ``MCP-Protocol-Version`` must be one we speak.
 * ``Origin`` is validated (403): localhost origins are allowed by default. ``Host`` is
@@ -32,6 +36,7 @@ import math
 import secrets
 import threading
 import time
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Sequence
 from urllib.parse import urlsplit
 
@@ -42,6 +47,7 @@ from .jsonrpc import (
     InvalidMessage,
     Notification,
     Request,
+    RequestId,
     decode,
     decode_object,
     encode,
@@ -51,12 +57,13 @@ from .http_server import HttpServerHandle, _QuietHandler, _ThreadingWSGIServer, 
 from .protocol import CANCELLED_METHOD as CANCELLED
 from .session import SUPPORTED_PROTOCOL_VERSIONS
 from .transports.http_session import HttpSessionTransport
-from .transports.sse import parse_event_id
+from .transports.sse import EventStream, parse_event_id
+from .workers import DEFAULT_WAIT_WARNING, PoolStats, WorkerPool
 
 if TYPE_CHECKING:  # pragma: no cover
     from .server import Server, ServerSession
 
-__all__ = ["McpWsgiApp", "HttpServerHandle", "serve_http", "AuthHook"]
+__all__ = ["McpWsgiApp", "AppStats", "HttpServerHandle", "serve_http", "AuthHook"]
 
 _log = logging.getLogger("mcp_sync.http")
 
@@ -79,6 +86,39 @@ MAX_STANDALONE_STREAMS = 8
 
 STREAM_RETRY = 2.0
 """Default seconds in the SSE ``retry:`` hint sent on closing a standalone stream."""
+
+DEFAULT_MAX_SESSIONS = 4096
+"""Sessions one :class:`McpWsgiApp` keeps at once (``max_sessions``)."""
+
+DEFAULT_MAX_WORKERS = 64
+"""Threads of the handler pool one :class:`McpWsgiApp` shares between its sessions."""
+
+SERVER_BUSY = -32000
+"""The JSON-RPC error code (implementation-defined range) of a 503 answer."""
+
+
+@dataclass(frozen=True)
+class AppStats:
+    """A snapshot of an :class:`McpWsgiApp` (see :meth:`McpWsgiApp.stats`).
+
+    Attributes:
+        sessions: live sessions.
+        max_sessions: the session cap.
+        inbound_in_flight: client requests queued or running, summed over the sessions.
+        outbound_in_flight: server-to-client requests awaiting an answer, summed.
+        open_streams: SSE responses being sent right now (request streams and ``GET``
+            streams): each holds a thread of the WSGI server.
+        pool: the shared handler pool (its ``queued`` tasks wait for a worker, its ``busy``
+            workers run handlers -- including cancelled ones of ended sessions that have
+            not noticed their cancellation yet).
+    """
+
+    sessions: int
+    max_sessions: int
+    inbound_in_flight: int
+    outbound_in_flight: int
+    open_streams: int
+    pool: PoolStats
 
 
 class _HttpSession:
@@ -128,6 +168,14 @@ class McpWsgiApp:
             beyond it gets ``503`` with ``Retry-After`` (the server is busy, not the client
             misbehaving). Keep it below the WSGI server's thread count.
         stream_retry: seconds in the ``retry:`` hint and the 503's ``Retry-After``.
+        max_sessions: live sessions at most; one more ``initialize`` gets ``503`` (after
+            idle sessions have been expired to make room).
+        max_workers: threads of the one handler pool that every session shares. Threads
+            start on demand and exit when idle.
+        worker_wait_warning: a request that waits longer than this many seconds for a free
+            worker is logged as a warning (``None``: never).
+        shutdown_grace: seconds :meth:`close` gives running handlers to notice their
+            cancellation -- in total, however many sessions there are.
     """
 
     def __init__(
@@ -144,6 +192,10 @@ class McpWsgiApp:
         replay: int = 256,
         request_timeout: float = 300.0,
         session_timeout: float | None = 3600.0,
+        max_sessions: int = DEFAULT_MAX_SESSIONS,
+        max_workers: int = DEFAULT_MAX_WORKERS,
+        worker_wait_warning: float | None = DEFAULT_WAIT_WARNING,
+        shutdown_grace: float = 5.0,
         clock: Callable[[], float] = time.monotonic,
         stream_lifetime: float | None = STREAM_LIFETIME,
         max_standalone_streams: int = MAX_STANDALONE_STREAMS,
@@ -161,6 +213,12 @@ class McpWsgiApp:
         self.replay = replay
         self.request_timeout = request_timeout
         self.session_timeout = session_timeout
+        if max_sessions < 1:
+            raise ValueError("max_sessions must be at least 1")
+        self.max_sessions = max_sessions
+        self.shutdown_grace = shutdown_grace
+        self.pool = WorkerPool(max_workers, "mcp_sync-http", wait_warning=worker_wait_warning)
+        """The handler pool shared by every session."""
         self._clock = clock
         self._next_sweep = clock()
         self._lock = threading.Lock()
@@ -184,23 +242,66 @@ class McpWsgiApp:
         with self._lock:
             return [s.session for s in self._sessions.values()]
 
-    def close(self) -> None:
-        """End every session (running handlers are cancelled) and every open stream."""
+    def stats(self) -> AppStats:
+        """Counts for monitoring: sessions, requests in flight, streams, the shared pool."""
+        with self._lock:
+            entries = list(self._sessions.values())
+        inbound = outbound = streams = 0
+        for entry in entries:
+            ins, outs = entry.session.endpoint.in_flight()
+            inbound += ins
+            outbound += outs
+            streams += entry.transport.open_streams()
+        return AppStats(
+            sessions=len(entries),
+            max_sessions=self.max_sessions,
+            inbound_in_flight=inbound,
+            outbound_in_flight=outbound,
+            open_streams=streams,
+            pool=self.pool.stats(),
+        )
+
+    def close(self, grace: float | None = None) -> list[threading.Thread]:
+        """End every session and every open stream, and stop the handler pool.
+
+        Every running handler is cancelled; together they get ``grace`` seconds
+        (``shutdown_grace`` by default) to finish -- one grace period in all, not one per
+        session. Returns the worker threads still running after that (handlers that ignore
+        their cancellation; they are logged, and finish on their own). Later requests get
+        ``503`` (``initialize``) or ``404`` (the sessions are gone).
+        """
+        end = time.monotonic() + (self.shutdown_grace if grace is None else grace)
         self._stopping.set()
         with self._lock:
             sessions, self._sessions = list(self._sessions.values()), {}
-        for entry in sessions:
-            entry.session.close()
+        for entry in sessions:  # cancel everything first, waiting for nothing
+            entry.session.endpoint.close(join=False)
+        stuck = self.pool.shutdown(max(0.0, end - time.monotonic()))
+        for entry in sessions:  # then join what each session started (callback threads)
+            entry.session.close(max(0.0, end - time.monotonic()))
+        if stuck:
+            _log.warning("handlers still running after close: %s", [t.name for t in stuck])
+        return stuck
 
-    def _new_session(self) -> _HttpSession:
+    def _new_session(self) -> _HttpSession | None:
+        """A new session, or ``None`` when ``max_sessions`` are live (or the app closed)."""
+        if len(self._sessions) >= self.max_sessions:
+            self.expire_idle_sessions()  # make room if some have expired
         session_id = secrets.token_urlsafe(32)
         transport = HttpSessionTransport(session_id, replay=self.replay)
-        session = self.server.connect(transport, read=False)
-        entry = _HttpSession(session, transport, self._clock())
         with self._lock:
+            if len(self._sessions) >= self.max_sessions or self._stopping.is_set():
+                return None
+            session = self.server.connect(transport, read=False, pool=self.pool)
+            entry = _HttpSession(session, transport, self._clock())
             self._sessions[session_id] = entry
         session.add_close_callback(lambda: self._forget(session_id))
         return entry
+
+    @staticmethod
+    def _end_session(entry: _HttpSession) -> None:
+        """Close a session without waiting: its handlers are cancelled and finish on their own."""
+        entry.session.endpoint.close(join=False)
 
     def _forget(self, session_id: str) -> None:
         with self._lock:
@@ -226,7 +327,7 @@ class McpWsgiApp:
                 del self._sessions[sid]
         for _, entry in idle:
             _log.info("closing MCP session idle for more than %g s", self.session_timeout)
-            entry.session.close()
+            self._end_session(entry)
         return len(idle)
 
     def _sweep(self) -> None:
@@ -285,18 +386,24 @@ class McpWsgiApp:
             return lambda sr: _plain(sr, "403 Forbidden", "forbidden")
         return lambda sr: _plain(sr, f"{int(verdict)} Refused", "refused")
 
-    def _session_for(self, environ: dict, start_response: StartResponse) -> tuple[_HttpSession | None, Iterable[bytes] | None]:
+    def _session_for(
+        self, environ: dict, start_response: StartResponse, request_id: RequestId | None = None
+    ) -> tuple[_HttpSession | None, Iterable[bytes] | None]:
+        """The session a request names, or the refusal to send (echoing ``request_id``,
+        the id of the POSTed request, when there is one)."""
         session_id = environ.get("HTTP_MCP_SESSION_ID")
         if not session_id:
-            return None, _jsonrpc_error(start_response, "400 Bad Request", INVALID_REQUEST, "Missing Mcp-Session-Id header")
+            return None, _jsonrpc_error(start_response, "400 Bad Request", INVALID_REQUEST, "Missing Mcp-Session-Id header", request_id)
         with self._lock:
             entry = self._sessions.get(session_id)
         if entry is None or entry.session.closed:
-            return None, _jsonrpc_error(start_response, "404 Not Found", INVALID_REQUEST, "Session not found")
+            return None, _jsonrpc_error(start_response, "404 Not Found", INVALID_REQUEST, "Session not found", request_id)
         entry.last_seen = self._clock()
         version = environ.get("HTTP_MCP_PROTOCOL_VERSION")
         if version is not None and version not in SUPPORTED_PROTOCOL_VERSIONS:
-            return None, _jsonrpc_error(start_response, "400 Bad Request", INVALID_REQUEST, f"Unsupported MCP-Protocol-Version: {version}")
+            return None, _jsonrpc_error(
+                start_response, "400 Bad Request", INVALID_REQUEST, f"Unsupported MCP-Protocol-Version: {version}", request_id
+            )
         return entry, None
 
     def _post(self, environ: dict, start_response: StartResponse) -> Iterable[bytes]:
@@ -323,9 +430,12 @@ class McpWsgiApp:
         is_initialize = isinstance(message, Request) and message.method == "initialize"
         entry: _HttpSession | None
         if is_initialize:
+            assert isinstance(message, Request)
             entry = self._new_session()
+            if entry is None:
+                return self._refuse_session(start_response, message.id)
         else:
-            entry, refusal = self._session_for(environ, start_response)
+            entry, refusal = self._session_for(environ, start_response, message.id if isinstance(message, Request) else None)
             if refusal is not None:
                 return refusal
         assert entry is not None
@@ -347,13 +457,8 @@ class McpWsgiApp:
             endpoint.receive_line(early_cancel)
         headers = [("Mcp-Session-Id", entry.transport.session_id)] if is_initialize else []
         if json_mode:
-            data = stream.wait_for_event(self.request_timeout)
+            data = self._json_answer(entry, message.id, stream, self.request_timeout)
             if data is None:
-                if not stream.ended:
-                    # request_timeout passed: this POST can carry no answer any more, so the
-                    # request is cancelled exactly as if the client had asked
-                    reason = f"no answer within the server's request_timeout of {self.request_timeout:g} s"
-                    endpoint.receive_line(encode(Notification(CANCELLED, {"requestId": message.id, "reason": reason})))
                 return _plain(start_response, "204 No Content", "", headers)  # cancelled: no answer
             return _json(start_response, "200 OK", data, headers)
         start_response(
@@ -361,6 +466,29 @@ class McpWsgiApp:
             [*_SSE_HEADERS, *headers],
         )
         return _sse_body(stream.events(0, keepalive=self.keepalive, stop=self._stopping))
+
+    def _json_answer(self, entry: _HttpSession, request_id: RequestId, stream: EventStream, timeout: float) -> bytes | None:
+        """Wait for the response to a JSON-mode request; ``None`` when it was cancelled.
+
+        When ``timeout`` passes first, the POST can carry no answer any more, so the
+        request is cancelled exactly as if the client had asked."""
+        data = stream.wait_for_event(timeout)
+        if data is None and not stream.ended:
+            reason = f"no answer within the server's request_timeout of {self.request_timeout:g} s"
+            entry.session.endpoint.receive_line(encode(Notification(CANCELLED, {"requestId": request_id, "reason": reason})))
+        return data
+
+    def _refuse_session(self, start_response: StartResponse, request_id: RequestId) -> Iterable[bytes]:
+        if self._stopping.is_set():
+            detail = "the server is shutting down"
+        else:
+            detail = f"too many MCP sessions (max_sessions={self.max_sessions}); try again later"
+        return _json(
+            start_response,
+            "503 Service Unavailable",
+            encode(ErrorResponse(request_id, SERVER_BUSY, detail)),
+            [("Retry-After", "5")],
+        )
 
     def _get(self, environ: dict, start_response: StartResponse) -> Iterable[bytes]:
         if "text/event-stream" not in environ.get("HTTP_ACCEPT", "").lower():
@@ -423,7 +551,7 @@ class McpWsgiApp:
             return refusal
         assert entry is not None
         self._forget(entry.transport.session_id)
-        entry.session.close()
+        self._end_session(entry)  # answers at once, even if a handler ignores its token
         return _plain(start_response, "200 OK", "")
 
 

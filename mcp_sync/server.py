@@ -17,7 +17,8 @@ Example::
         server.run()
 
 Each connection gets a :class:`ServerSession`. Plain ``def`` handlers run on the session's
-bounded worker pool with a :class:`~mcp_sync.context.Context` injected by annotation.
+bounded worker pool (over HTTP, the app's pool shared by every session) with a
+:class:`~mcp_sync.context.Context` injected by annotation.
 """
 
 from __future__ import annotations
@@ -49,14 +50,14 @@ from .session import LOG_LEVELS, Session, negotiate_version
 from .tool_results import output_schema_for, to_call_tool_result, tool_error
 from .transports.base import Transport
 from .uri_template import UriTemplate
-from .workers import MAX_QUEUED_CALLBACKS
+from .workers import MAX_QUEUED_CALLBACKS, PoolStats, WorkerPool
 
 if TYPE_CHECKING:  # pragma: no cover
     import mcp_types
 
     from .http_app import HttpServerHandle, McpWsgiApp
 
-__all__ = ["Server", "ServerSession", "ServerHandle", "RegisteredTool", "RequestScope", "McpLogHandler"]
+__all__ = ["Server", "ServerStats", "ServerSession", "ServerHandle", "RegisteredTool", "RequestScope", "McpLogHandler"]
 
 _log = logging.getLogger("mcp_sync.server")
 
@@ -140,6 +141,28 @@ def paginate(items: list[Any], params: dict[str, Any], page_size: int, key: str)
     if offset + page_size < len(items):
         result["nextCursor"] = encode_cursor(offset + page_size)
     return result
+
+
+@dataclass(frozen=True)
+class ServerStats:
+    """A snapshot of a :class:`Server`'s live sessions (see :meth:`Server.stats`).
+
+    Attributes:
+        sessions: live sessions, over every transport.
+        inbound_in_flight: client requests queued or running, summed over the sessions.
+        outbound_in_flight: requests to clients (roots, sampling, elicitation) awaiting an
+            answer, summed over the sessions.
+        handlers_queued: handler tasks waiting for a free worker, summed over the distinct
+            pools of the sessions (a pool shared by many sessions counts once).
+        handlers_running: workers running a handler, summed likewise (handlers of sessions
+            that already ended included, until they return).
+    """
+
+    sessions: int
+    inbound_in_flight: int
+    outbound_in_flight: int
+    handlers_queued: int
+    handlers_running: int
 
 
 class Server:
@@ -450,13 +473,22 @@ class Server:
         return caps
 
     # -- connections --------------------------------------------------------------------------
-    def connect(self, transport: Transport, *, max_workers: int | None = None, read: bool = True) -> ServerSession:
+    def connect(
+        self,
+        transport: Transport,
+        *,
+        max_workers: int | None = None,
+        read: bool = True,
+        pool: WorkerPool | None = None,
+    ) -> ServerSession:
         """Serve one connection over ``transport`` (starts its reader thread).
 
         ``read=False`` starts no reader: the caller feeds messages to
-        ``session.endpoint.receive_line`` itself (as the HTTP app does).
+        ``session.endpoint.receive_line`` itself (as the HTTP app does). ``pool``: run the
+        session's handlers on this shared pool (the HTTP app's) instead of a pool of the
+        session's own with ``max_workers`` threads.
         """
-        session = ServerSession(self, transport, max_workers=max_workers or self.max_workers)
+        session = ServerSession(self, transport, max_workers=max_workers or self.max_workers, pool=pool)
         with self._lock:
             self._sessions.add(session)
         session.add_close_callback(lambda: self._forget(session))
@@ -472,6 +504,26 @@ class Server:
         """The live sessions."""
         with self._lock:
             return list(self._sessions)
+
+    def stats(self) -> ServerStats:
+        """Counts for monitoring, over every live session (see :class:`ServerStats`)."""
+        sessions = self.sessions()
+        inbound = outbound = 0
+        pools: dict[int, PoolStats] = {}
+        for session in sessions:
+            ins, outs = session.endpoint.in_flight()
+            inbound += ins
+            outbound += outs
+            pool = session.endpoint.pool
+            if id(pool) not in pools:
+                pools[id(pool)] = pool.stats()
+        return ServerStats(
+            sessions=len(sessions),
+            inbound_in_flight=inbound,
+            outbound_in_flight=outbound,
+            handlers_queued=sum(p.queued for p in pools.values()),
+            handlers_running=sum(p.busy for p in pools.values()),
+        )
 
     def serve_in_thread(self, transport: Transport, *, max_workers: int | None = None) -> ServerHandle:
         """Serve ``transport`` in the background; returns a handle with ``stop()``.
@@ -610,7 +662,7 @@ class ServerHandle:
 class ServerSession(Session):
     """One client connection to a :class:`Server`."""
 
-    def __init__(self, server: Server, transport: Transport, *, max_workers: int) -> None:
+    def __init__(self, server: Server, transport: Transport, *, max_workers: int, pool: WorkerPool | None = None) -> None:
         endpoint = Endpoint(
             transport,
             request_handler=self._handle_request,
@@ -618,6 +670,7 @@ class ServerSession(Session):
             max_workers=max_workers,
             max_queued_callbacks=server.max_queued_callbacks,
             on_cancelled=server.on_cancelled,
+            pool=pool,
             inline_handlers={"ping": lambda _request: {}},
             name=f"mcp_sync-server-{server.name}",
         )

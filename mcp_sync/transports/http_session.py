@@ -115,6 +115,12 @@ class HttpSessionTransport:
             streams = list(self._streams.values())
         return any(stream.has_consumer for stream in streams)
 
+    def open_streams(self) -> int:
+        """How many of the session's streams an HTTP response is iterating right now."""
+        with self._lock:
+            streams = list(self._streams.values())
+        return sum(1 for stream in streams if stream.has_consumer)
+
     # -- the transport interface ----------------------------------------------------------------
     def read_line(self) -> bytes | None:
         """Not used: POST handlers feed the endpoint directly. Blocks until closed."""
