@@ -18,6 +18,9 @@ thread per connection, which this module re-exports).
 * Handlers of every session run on **one bounded pool shared by the app**
   (``max_workers``); an idle session owns no thread. At most ``max_sessions`` sessions
   live at once: beyond that ``initialize`` gets ``503``.
+* At revision 2025-03-26 a POST may carry a JSON-RPC batch (an array): its requests are
+  answered with one JSON array, a batch of notifications and responses with ``202``.
+  Later revisions do not allow batches: they get ``400`` and -32600.
 * ``Mcp-Session-Id`` is issued at ``initialize`` (cryptographically random); an unknown or
   ended session gets 404, a missing one 400. ``MCP-Protocol-Version`` must be one we speak.
 * ``Origin`` is validated (403): localhost origins are allowed by default. ``Host`` is
@@ -92,6 +95,9 @@ DEFAULT_MAX_SESSIONS = 4096
 
 DEFAULT_MAX_WORKERS = 64
 """Threads of the handler pool one :class:`McpWsgiApp` shares between its sessions."""
+
+BATCH_REVISIONS = frozenset({"2025-03-26"})
+"""Protocol revisions whose sessions may POST JSON-RPC batches (later ones forbid them)."""
 
 SERVER_BUSY = -32000
 """The JSON-RPC error code (implementation-defined range) of a 503 answer."""
@@ -419,11 +425,14 @@ class McpWsgiApp:
         if isinstance(body, Refusal):
             return _refuse(body)(start_response)
         try:
-            message = decode_object(json.loads(body))
+            parsed = json.loads(body)
+            message = None if type(parsed) is list else decode_object(parsed)
         except RecursionError:  # nested deeper than MAX_NESTING_DEPTH: refused with its id
             message = decode(body)
         except (ValueError, UnicodeDecodeError):
             return _jsonrpc_error(start_response, "400 Bad Request", PARSE_ERROR, "Parse error")
+        if message is None:
+            return self._post_batch(parsed, environ, start_response)
         if isinstance(message, InvalidMessage):
             reply = message.reply or ErrorResponse(None, INVALID_REQUEST, message.detail)
             return _json(start_response, "400 Bad Request", encode(reply))
@@ -489,6 +498,54 @@ class McpWsgiApp:
             encode(ErrorResponse(request_id, SERVER_BUSY, detail)),
             [("Retry-After", "5")],
         )
+
+    def _post_batch(self, items: list[Any], environ: dict, start_response: StartResponse) -> Iterable[bytes]:
+        """A JSON-RPC batch: allowed in sessions at revision 2025-03-26 only.
+
+        Its requests are answered together with one JSON array (each element in array
+        order, cancelled ones left out); a batch of notifications and responses gets
+        ``202``. Every element goes to the session in array order.
+        """
+        entry, refusal = self._session_for(environ, start_response)
+        if refusal is not None:
+            return refusal
+        assert entry is not None
+        version = entry.session.protocol_version
+        if version not in BATCH_REVISIONS:
+            detail = f"JSON-RPC batches are not supported at protocol revision {version} (only at 2025-03-26)"
+            return _jsonrpc_error(start_response, "400 Bad Request", INVALID_REQUEST, detail)
+        if not items:
+            return _jsonrpc_error(start_response, "400 Bad Request", INVALID_REQUEST, "an empty batch is not a valid request")
+        endpoint = entry.session.endpoint
+        replies: list[bytes] = []  # in the order they are known; JSON-RPC allows any order
+        waiting: list[tuple[RequestId, EventStream]] = []
+        for item in items:
+            message = decode_object(item)
+            if isinstance(message, InvalidMessage):
+                if message.reply is not None:
+                    replies.append(encode(message.reply))
+                continue
+            if isinstance(message, Request):
+                if message.method == "initialize":
+                    detail = "initialize must not be part of a JSON-RPC batch"
+                    replies.append(encode(ErrorResponse(message.id, INVALID_REQUEST, detail)))
+                    continue
+                stream = entry.transport.open_request_stream(message.id, json_mode=True)
+                if stream is None:
+                    replies.append(encode(ErrorResponse(message.id, INVALID_REQUEST, "request id is already in use")))
+                    continue
+                waiting.append((message.id, stream))
+            endpoint.receive_line(json.dumps(item))
+        if not waiting and not replies:
+            return _plain(start_response, "202 Accepted", "")
+        end = time.monotonic() + self.request_timeout
+        for request_id, stream in waiting:
+            data = self._json_answer(entry, request_id, stream, max(0.0, end - time.monotonic()))
+            if data is not None:
+                replies.append(data)
+        if not replies:
+            return _plain(start_response, "204 No Content", "")  # every request was cancelled
+        return _json(start_response, "200 OK", b"[" + b",".join(r.rstrip(b"\n") for r in replies) + b"]")
 
     def _get(self, environ: dict, start_response: StartResponse) -> Iterable[bytes]:
         if "text/event-stream" not in environ.get("HTTP_ACCEPT", "").lower():
