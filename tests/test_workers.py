@@ -5,24 +5,13 @@ from __future__ import annotations
 
 import logging
 import threading
-import time
-from typing import Callable
 
 import pytest
 
+from endpoint_support import WAIT, wait_until
+
 from mcp_sync.workers import PoolStats, WorkerPool
 
-WAIT = 5.0
-
-
-def wait_until(predicate: Callable[[], bool], limit: float = WAIT) -> bool:
-    end = time.monotonic() + limit
-    pause = threading.Event()
-    while not predicate():
-        if time.monotonic() >= end:
-            return predicate()
-        pause.wait(0.01)
-    return True
 
 
 @pytest.fixture
@@ -44,7 +33,7 @@ def test_workers_exit_when_idle_so_an_idle_pool_holds_no_thread(pools):
     done = threading.Event()
     pool.submit(done.set)
     assert done.wait(WAIT)
-    assert wait_until(lambda: pool.stats().threads == 0), pool.stats()
+    wait_until(lambda: pool.stats().threads == 0, message="an idle worker did not exit")
     assert not [t for t in threading.enumerate() if t.name.startswith("idle-worker-")]
     # and it starts again on demand
     again = threading.Event()
@@ -72,7 +61,7 @@ def test_the_pool_never_exceeds_max_workers_and_queues_in_order(pools):
     assert (stats.max_workers, stats.threads, stats.busy, stats.idle, stats.queued) == (2, 2, 2, 0, 5)
     assert stats.longest_wait >= 0.0
     release.set()
-    assert wait_until(lambda: len(order) == 5)
+    wait_until(lambda: len(order) == 5)
     assert order == [0, 1, 2, 3, 4]
     final = pool.stats()
     assert final.queued == 0 and final.busy == 0 and final.longest_wait == 0.0

@@ -10,6 +10,7 @@ own, so the server is judged by what it puts on the wire, not by mcp_sync's own 
 * :class:`Wire` — every message the server puts on any SSE stream (or JSON answer), and
   every inbound request whose cancellation a session accepted (see the ``wire`` fixture).
 * :class:`RawSession` / :class:`Sse` — raw POST/GET/DELETE and SSE parsing.
+* :func:`run_waitress` — serve a WSGI app with waitress on a free loopback port.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import json
 import threading
 import time
 from collections import defaultdict
-from typing import Any
+from typing import Any, Callable
 
 import httpx
 
@@ -342,3 +343,26 @@ def single_answer(response: httpx.Response) -> dict[str, Any]:
         assert len(messages) == 1, messages
         return messages[0]
     return response.json()  # type: ignore[no-any-return]
+
+
+# -- waitress ------------------------------------------------------------------------------------
+def run_waitress(web: Any, threads: int = 8) -> tuple[str, Callable[[], None]]:
+    """Serve the WSGI app ``web`` with waitress on a free loopback port: ``(base url, stop)``.
+
+    ``stop()`` closes every socket and joins the server's threads; close an MCP app first
+    (its open streams hold waitress threads)."""
+    from waitress.server import create_server
+
+    server = create_server(web, host="127.0.0.1", port=0, threads=threads)
+    thread = threading.Thread(target=server.run, name="waitress-server")
+    thread.start()
+
+    def stop() -> None:
+        from waitress import wasyncore
+
+        # close every socket from the loop's own thread: its loop then ends by itself
+        server.trigger.pull_trigger(lambda: wasyncore.close_all(server._map))
+        thread.join(WAIT)
+        server.task_dispatcher.shutdown()
+
+    return f"http://127.0.0.1:{server.effective_port}", stop

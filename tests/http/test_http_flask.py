@@ -14,7 +14,7 @@ from typing import Any, Callable, Iterator
 import httpx
 import pytest
 
-from http_support import WAIT, Probe, make_server
+from http_support import WAIT, Probe, make_server, run_waitress
 
 from mcp_sync import Cancelled, Client
 from mcp_sync.http_app import McpWsgiApp, serve_http
@@ -57,24 +57,6 @@ def run_werkzeug(web: Any) -> tuple[str, Callable[[], None]]:
 def run_serve_http(web: Any) -> tuple[str, Callable[[], None]]:
     handle = serve_http(web, "127.0.0.1", 0)
     return f"http://127.0.0.1:{handle.port}", handle.stop
-
-
-def run_waitress(web: Any) -> tuple[str, Callable[[], None]]:
-    from waitress.server import create_server
-
-    server = create_server(web, host="127.0.0.1", port=0, threads=8)
-    thread = threading.Thread(target=server.run, name="waitress-server")
-    thread.start()
-
-    def stop() -> None:
-        from waitress import wasyncore
-
-        # close every socket from the loop's own thread: its loop then ends by itself
-        server.trigger.pull_trigger(lambda: wasyncore.close_all(server._map))
-        thread.join(WAIT)
-        server.task_dispatcher.shutdown()
-
-    return f"http://127.0.0.1:{server.effective_port}", stop
 
 
 RUNNERS = {"werkzeug": run_werkzeug, "serve_http": run_serve_http, "waitress": run_waitress}

@@ -13,6 +13,7 @@ from typing import Any, Callable
 import httpx
 import pytest
 
+from endpoint_support import wait_until
 from http_support import (
     WAIT,
     Probe,
@@ -27,16 +28,6 @@ from mcp_sync.http_app import McpWsgiApp, serve_http
 
 JSON_ONLY = "application/json"
 
-
-def wait_until(predicate: Callable[[], bool], limit: float = WAIT) -> bool:
-    """Re-check ``predicate`` until it holds or ``limit`` seconds pass; its last value."""
-    end = time.monotonic() + limit
-    pause = threading.Event()
-    while not predicate():
-        if time.monotonic() >= end:
-            return predicate()
-        pause.wait(0.01)
-    return True
 
 
 def stubborn_server(probe: Probe, **options: Any) -> Server:
@@ -76,7 +67,7 @@ def test_many_sessions_share_one_bounded_pool_and_idle_sessions_hold_no_thread(p
     # 500 more sessions cost at most the pool's 4 threads (and the server's connection threads)
     assert threading.active_count() <= baseline + 4 + 2, threading.active_count() - baseline
     # and once the work is done, the pool's threads exit: idle sessions own no thread at all
-    assert wait_until(lambda: app.stats().pool.threads == 0), app.stats().pool
+    wait_until(lambda: app.stats().pool.threads == 0, message="the pool kept idle threads")
     assert app.stats().sessions == 501
 
 
@@ -91,7 +82,7 @@ def test_handlers_of_different_sessions_run_on_the_apps_pool(probe, serve, raw):
     worker_names = {t.name for t in threading.enumerate() if t.name.startswith("mcp_sync-http-worker-")}
     assert len(worker_names) == 2  # both handlers on the app's pool, none on a session's own
     third = second.open(call_tool("touch", {"tag": "t"}, 2))  # queued: both workers are busy
-    assert wait_until(lambda: app.stats().pool.queued == 1)
+    wait_until(lambda: app.stats().pool.queued == 1)
     assert not probe.event("t").is_set()
     probe.release("a")
     assert probe.event("t").wait(WAIT)  # the freed worker takes the queued request
@@ -109,13 +100,13 @@ def test_a_request_cancelled_while_queued_on_the_shared_pool_never_runs(probe, s
     blocker = busy.open(call_tool("gated", {"tag": "block"}, 1))
     assert probe.started("block").wait(WAIT)
     queued = waiting.open(call_tool("touch", {"tag": "never"}, 7))
-    assert wait_until(lambda: app.stats().pool.queued == 1)
+    wait_until(lambda: app.stats().pool.queued == 1)
     answer = waiting.post({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 7}})
     assert answer.status_code == 202
     assert queued.rest() == []  # the stream ends with no response
     probe.release("block")
     assert [m["id"] for _, m in blocker.rest()] == [1]
-    assert wait_until(lambda: app.stats().pool.queued == 0 and app.stats().pool.busy == 0)
+    wait_until(lambda: app.stats().pool.queued == 0 and app.stats().pool.busy == 0)
     assert not probe.event("never").is_set()
     assert wire.responses(7) == []
 
@@ -193,7 +184,7 @@ def test_delete_answers_at_once_while_a_handler_ignores_its_cancellation(probe, 
     assert stats.pool.busy == 1  # the cancelled handler still runs, on the shared pool
     probe.release("s")
     assert probe.cancelled("s").wait(WAIT)  # its token had fired
-    assert wait_until(lambda: app.stats().pool.busy == 0)
+    wait_until(lambda: app.stats().pool.busy == 0)
     assert wire.responses(5) == []  # a cancelled request is never answered
 
 
@@ -274,4 +265,4 @@ def test_stats_count_sessions_requests_and_streams(probe, serve, raw):
     probe.release("b")
     a.rest()
     b.rest()
-    assert wait_until(lambda: app.stats().inbound_in_flight == 0 and app.stats().open_streams == 0)
+    wait_until(lambda: app.stats().inbound_in_flight == 0 and app.stats().open_streams == 0)
