@@ -66,7 +66,16 @@ from .workers import DEFAULT_WAIT_WARNING, PoolStats, WorkerPool
 if TYPE_CHECKING:  # pragma: no cover
     from .server import Server, ServerSession
 
-__all__ = ["McpWsgiApp", "AppStats", "HttpServerHandle", "serve_http", "AuthHook"]
+__all__ = [
+    "McpWsgiApp",
+    "AppStats",
+    "HttpServerHandle",
+    "serve_http",
+    "AuthHook",
+    "DEFAULT_MAX_SESSIONS",
+    "DEFAULT_MAX_WORKERS",
+    "BATCH_REVISIONS",
+]
 
 _log = logging.getLogger("mcp_sync.http")
 
