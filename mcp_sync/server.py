@@ -172,7 +172,8 @@ class Server:
         name: ``serverInfo.name``.
         version: ``serverInfo.version``.
         instructions: optional ``instructions`` for the client.
-        max_workers: size of each connection's handler pool.
+        max_workers: size of each connection's handler pool (sessions of an HTTP app share
+            the app's pool instead: ``wsgi_app(max_workers=...)``).
         max_queued_callbacks: bound of each connection's callback queue (see
             :doc:`/limits`).
         on_cancelled: ``on_cancelled(request_id, reason)`` for every
