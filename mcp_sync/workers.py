@@ -117,8 +117,15 @@ class WorkerPool:
                     target=self._work, name=f"{self.name}-worker-{self._started}", daemon=True
                 )
                 self._threads.add(thread)
-                thread.start()
-                return
+                try:
+                    thread.start()
+                    return
+                except RuntimeError:  # the system refuses another thread
+                    self._threads.discard(thread)
+                    if not self._threads:
+                        self._items.pop()  # nobody would ever run it
+                        raise
+                    _log.warning("%s: cannot start another worker; the task waits for a busy one", self.name)
             self._arm_watch()  # every worker is busy: the task waits
 
     def _work(self) -> None:

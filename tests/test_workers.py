@@ -148,3 +148,40 @@ def test_shutdown_refuses_new_work_and_reports_stuck_threads(pools):
         pool.submit(print)
     release.set()
     assert pool.shutdown(WAIT) == []
+
+
+def test_a_refused_thread_start_queues_the_task_for_the_running_workers(pools, monkeypatch):
+    pool = pools(2, "refused", wait_warning=None)
+    release = threading.Event()
+    running = threading.Event()
+    ran = threading.Event()
+
+    def blocker() -> None:
+        running.set()
+        release.wait(WAIT)
+
+    pool.submit(blocker)
+    assert running.wait(WAIT)
+
+    def refuse(self: threading.Thread) -> None:
+        raise RuntimeError("can't start new thread")
+
+    monkeypatch.setattr(threading.Thread, "start", refuse)
+    pool.submit(ran.set)  # queued for the worker that runs already
+    assert pool.stats().threads == 1 and pool.stats().queued == 1
+    monkeypatch.undo()
+    release.set()
+    assert ran.wait(WAIT)
+
+
+def test_a_refused_first_thread_raises_and_queues_nothing(pools, monkeypatch):
+    pool = pools(2, "refused-first", wait_warning=None)
+
+    def refuse(self: threading.Thread) -> None:
+        raise RuntimeError("can't start new thread")
+
+    monkeypatch.setattr(threading.Thread, "start", refuse)
+    with pytest.raises(RuntimeError):
+        pool.submit(print)
+    monkeypatch.undo()
+    assert pool.stats().queued == 0 and pool.stats().threads == 0
