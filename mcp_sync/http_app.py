@@ -511,9 +511,11 @@ class McpWsgiApp:
     def _post_batch(self, items: list[Any], environ: dict, start_response: StartResponse) -> Iterable[bytes]:
         """A JSON-RPC batch: allowed in sessions at revision 2025-03-26 only.
 
-        Its requests are answered together with one JSON array (each element in array
-        order, cancelled ones left out); a batch of notifications and responses gets
-        ``202``. Every element goes to the session in array order.
+        Every element goes to the session in array order. The requests are answered
+        together with one JSON array once each has been answered or cancelled (a cancelled
+        one is left out; JSON-RPC lets the responses come in any order), always as JSON
+        (revision 2025-03-26 lets the server choose JSON or SSE); a batch of notifications
+        and responses gets ``202``.
         """
         entry, refusal = self._session_for(environ, start_response)
         if refusal is not None:
