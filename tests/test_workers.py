@@ -185,3 +185,77 @@ def test_a_refused_first_thread_raises_and_queues_nothing(pools, monkeypatch):
         pool.submit(print)
     monkeypatch.undo()
     assert pool.stats().queued == 0 and pool.stats().threads == 0
+
+
+def test_every_task_runs_once_while_workers_come_and_go(pools, fast_switching):
+    # an idle_timeout this short makes workers exit between bursts, so submissions race
+    # with workers timing out: no task may be lost, run twice, or exceed max_workers
+    pool = pools(3, "churn", idle_timeout=0.0005, wait_warning=None)
+    lock = threading.Lock()
+    ran: list[int] = []
+    active = [0, 0]  # now, most ever
+    names: set[str] = set()
+
+    def task(n: int) -> None:
+        with lock:
+            active[0] += 1
+            active[1] = max(active[1], active[0])
+        with lock:
+            ran.append(n)
+            names.add(threading.current_thread().name)
+            active[0] -= 1
+
+    def submitter(first: int) -> None:
+        pause = threading.Event()
+        for n in range(first, first + 300):
+            pool.submit(task, n)
+            if n % 25 == 0:
+                pause.wait(0.002)  # let the workers go idle and time out
+
+    submitters = [threading.Thread(target=submitter, args=(k * 1000,), name=f"submit-{k}") for k in range(4)]
+    for thread in submitters:
+        thread.start()
+    for thread in submitters:
+        thread.join(WAIT * 4)
+    wait_until(lambda: len(ran) >= 1200, message="tasks lost")
+    assert sorted(ran) == [k * 1000 + i for k in range(4) for i in range(300)]
+    assert active[1] <= 3
+    assert len(names) > 3, "no worker ever exited and was replaced"
+    wait_until(lambda: pool.stats().threads == 0, message="workers left after the bursts")
+
+
+class TimesOutWhileNotified(threading.Condition):
+    """A condition whose next ``wait`` (once armed) lets the test run in the gap between a
+    timed-out wait and the re-acquired lock -- the moment a submission can slip in -- and
+    then reports a timeout, as a real wait that expired just then does."""
+
+    def __init__(self) -> None:
+        super().__init__(threading.Lock())
+        self.armed = False
+        self.in_gap = threading.Event()
+        self.go_on = threading.Event()
+
+    def wait(self, timeout: float | None = None) -> bool:
+        if not self.armed:
+            return super().wait(timeout)
+        self.armed = False
+        self.release()
+        self.in_gap.set()
+        self.go_on.wait(WAIT)
+        self.acquire()
+        return False
+
+
+def test_a_task_submitted_as_an_idle_worker_times_out_is_not_lost(pools):
+    pool = pools(1, "gap", idle_timeout=WAIT, wait_warning=None)
+    cond = TimesOutWhileNotified()
+    pool._cond = cond  # white-box: force the interleaving instead of hoping for it
+    cond.armed = True
+    first = threading.Event()
+    pool.submit(first.set)  # starts the one worker, which then goes idle
+    assert first.wait(WAIT)
+    assert cond.in_gap.wait(WAIT)
+    second = threading.Event()
+    pool.submit(second.set)  # sees an idle worker: starts none, just notifies
+    cond.go_on.set()  # the worker's wait "times out" with the task queued
+    assert second.wait(WAIT), "the task was left in the queue with no worker"
