@@ -74,6 +74,7 @@ __all__ = [
     "AuthHook",
     "DEFAULT_MAX_SESSIONS",
     "DEFAULT_MAX_WORKERS",
+    "DEFAULT_MAX_QUEUED",
     "BATCH_REVISIONS",
 ]
 
@@ -105,11 +106,15 @@ DEFAULT_MAX_SESSIONS = 4096
 DEFAULT_MAX_WORKERS = 64
 """Threads of the handler pool one :class:`McpWsgiApp` shares between its sessions."""
 
+DEFAULT_MAX_QUEUED = 1024
+"""Requests that may wait for a worker of the shared pool before more are refused."""
+
 BATCH_REVISIONS = frozenset({"2025-03-26"})
 """Protocol revisions whose sessions may POST JSON-RPC batches (later ones forbid them)."""
 
 SERVER_BUSY = -32000
-"""The JSON-RPC error code (implementation-defined range) of a 503 answer."""
+"""The JSON-RPC error code (implementation-defined range) of a refusal for want of room:
+too many sessions, too many requests waiting for a worker, or shutting down."""
 
 
 @dataclass(frozen=True)
@@ -189,6 +194,9 @@ class McpWsgiApp:
             start on demand and exit when idle.
         worker_wait_warning: a request that waits longer than this many seconds for a free
             worker is logged as a warning (``None``: never).
+        max_queued: requests that may wait for a free worker, over all sessions. A request
+            that finds this many waiting is not started: it is answered at once with
+            JSON-RPC error -32000 (``initialize`` with ``503``), and its session goes on.
         shutdown_grace: seconds :meth:`close` gives running handlers to notice their
             cancellation -- in total, however many sessions there are.
     """
@@ -209,6 +217,7 @@ class McpWsgiApp:
         session_timeout: float | None = 3600.0,
         max_sessions: int = DEFAULT_MAX_SESSIONS,
         max_workers: int = DEFAULT_MAX_WORKERS,
+        max_queued: int = DEFAULT_MAX_QUEUED,
         worker_wait_warning: float | None = DEFAULT_WAIT_WARNING,
         shutdown_grace: float = 5.0,
         clock: Callable[[], float] = time.monotonic,
@@ -232,6 +241,7 @@ class McpWsgiApp:
             raise ValueError("max_sessions must be at least 1")
         self.max_sessions = max_sessions
         self.shutdown_grace = shutdown_grace
+        self.max_queued = max_queued
         self.pool = WorkerPool(max_workers, "mcp_sync-http", wait_warning=worker_wait_warning)
         """The handler pool shared by every session."""
         self._clock = clock
@@ -449,6 +459,9 @@ class McpWsgiApp:
         entry: _HttpSession | None
         if is_initialize:
             assert isinstance(message, Request)
+            busy = self._busy_reply(message)
+            if busy is not None:
+                return _json(start_response, "503 Service Unavailable", busy, [("Retry-After", "5")])
             entry = self._new_session()
             if entry is None:
                 return self._refuse_session(start_response, message.id)
@@ -456,6 +469,9 @@ class McpWsgiApp:
             entry, refusal = self._session_for(environ, start_response, message.id if isinstance(message, Request) else None)
             if refusal is not None:
                 return refusal
+            busy = self._busy_reply(message) if isinstance(message, Request) else None
+            if busy is not None:  # an answer, not an HTTP error: the session goes on
+                return _json(start_response, "200 OK", busy)
         assert entry is not None
         endpoint = entry.session.endpoint
         line = body.replace(b"\n", b" ")
@@ -495,6 +511,18 @@ class McpWsgiApp:
             reason = f"no answer within the server's request_timeout of {self.request_timeout:g} s"
             entry.session.endpoint.receive_line(encode(Notification(CANCELLED, {"requestId": request_id, "reason": reason})))
         return data
+
+    def _busy_reply(self, message: Request) -> bytes | None:
+        """The error that refuses ``message`` when ``max_queued`` requests wait for a worker
+        already; ``None`` when it may go on. ``ping`` never waits for a worker."""
+        if message.method == "ping":
+            return None
+        queued = self.pool.stats().queued
+        if queued < self.max_queued:
+            return None
+        _log.debug("refused %s: %d requests wait for a worker", message.method, queued)
+        detail = f"server busy: {queued} requests wait for a worker (max_queued={self.max_queued}); try again later"
+        return encode(ErrorResponse(message.id, SERVER_BUSY, detail))
 
     def _refuse_session(self, start_response: StartResponse, request_id: RequestId) -> Iterable[bytes]:
         if self._stopping.is_set():
@@ -540,6 +568,10 @@ class McpWsgiApp:
                 if message.method == "initialize":
                     detail = "initialize must not be part of a JSON-RPC batch"
                     replies.append(encode(ErrorResponse(message.id, INVALID_REQUEST, detail)))
+                    continue
+                busy = self._busy_reply(message)
+                if busy is not None:
+                    replies.append(busy)
                     continue
                 stream = entry.transport.open_request_stream(message.id, json_mode=True)
                 if stream is None:

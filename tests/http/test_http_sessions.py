@@ -111,6 +111,33 @@ def test_a_request_cancelled_while_queued_on_the_shared_pool_never_runs(probe, s
     assert wire.responses(7) == []
 
 
+def test_requests_beyond_max_queued_are_refused_at_once_and_the_session_goes_on(probe, serve, raw, wire):
+    app = McpWsgiApp(make_server(probe), max_workers=1, max_queued=2)
+    handle = serve(app)
+    session = raw(handle.url)
+    session.initialize()
+    blocker = session.open(call_tool("gated", {"tag": "block"}, 1))
+    assert probe.started("block").wait(WAIT)
+    waiting = [session.open(call_tool("touch", {"tag": f"q{n}"}, 10 + n)) for n in range(2)]
+    wait_until(lambda: app.stats().pool.queued == 2, message="two requests queued")
+    refused = session.post(call_tool("touch", {"tag": "refused"}, 20))
+    assert refused.status_code == 200  # an answer to the request, not an HTTP error
+    body = refused.json()
+    assert body["id"] == 20 and body["error"]["code"] == -32000
+    assert "max_queued=2" in body["error"]["message"]
+    ping = session.post(request("ping", None, 21), headers=session.headers(accept=JSON_ONLY))
+    assert ping.json()["result"] == {}  # ping needs no worker
+    with httpx.Client(timeout=WAIT) as http:  # no new session while the queue is full
+        assert initialize(http, handle.url, "init").status_code == 503
+    probe.release("block")
+    assert [m["id"] for _, m in blocker.rest()] == [1]
+    for n, stream in enumerate(waiting):
+        assert [m["id"] for _, m in stream.rest()] == [10 + n]
+    assert not probe.event("refused").is_set()  # the refused request never ran
+    assert session.call(call_tool("echo", {"text": "again"}, 22))["result"]["content"][0]["text"] == "again"
+    assert wire.responses(20) == []  # refused before it reached the session
+
+
 # -- the session cap ---------------------------------------------------------------------------------
 def test_initialize_beyond_max_sessions_gets_503_with_a_clear_error(probe, serve):
     app = McpWsgiApp(make_server(probe), max_sessions=3)
