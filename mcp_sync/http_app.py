@@ -75,6 +75,7 @@ __all__ = [
     "DEFAULT_MAX_SESSIONS",
     "DEFAULT_MAX_WORKERS",
     "DEFAULT_MAX_QUEUED",
+    "DEFAULT_MAX_SESSION_REQUESTS",
     "BATCH_REVISIONS",
 ]
 
@@ -108,6 +109,9 @@ DEFAULT_MAX_WORKERS = 64
 
 DEFAULT_MAX_QUEUED = 1024
 """Requests that may wait for a worker of the shared pool before more are refused."""
+
+DEFAULT_MAX_SESSION_REQUESTS = 128
+"""Requests one session may have in flight (queued or running) before more are refused."""
 
 BATCH_REVISIONS = frozenset({"2025-03-26"})
 """Protocol revisions whose sessions may POST JSON-RPC batches (later ones forbid them)."""
@@ -197,6 +201,9 @@ class McpWsgiApp:
         max_queued: requests that may wait for a free worker, over all sessions. A request
             that finds this many waiting is not started: it is answered at once with
             JSON-RPC error -32000 (``initialize`` with ``503``), and its session goes on.
+        max_session_requests: requests one session may have in flight (queued or
+            running); one more is refused the same way. It keeps one session from taking
+            the whole queue.
         shutdown_grace: seconds :meth:`close` gives running handlers to notice their
             cancellation -- in total, however many sessions there are.
     """
@@ -218,6 +225,7 @@ class McpWsgiApp:
         max_sessions: int = DEFAULT_MAX_SESSIONS,
         max_workers: int = DEFAULT_MAX_WORKERS,
         max_queued: int = DEFAULT_MAX_QUEUED,
+        max_session_requests: int = DEFAULT_MAX_SESSION_REQUESTS,
         worker_wait_warning: float | None = DEFAULT_WAIT_WARNING,
         shutdown_grace: float = 5.0,
         clock: Callable[[], float] = time.monotonic,
@@ -242,6 +250,7 @@ class McpWsgiApp:
         self.max_sessions = max_sessions
         self.shutdown_grace = shutdown_grace
         self.max_queued = max_queued
+        self.max_session_requests = max_session_requests
         self.pool = WorkerPool(max_workers, "mcp_sync-http", wait_warning=worker_wait_warning)
         """The handler pool shared by every session."""
         self._clock = clock
@@ -469,7 +478,7 @@ class McpWsgiApp:
             entry, refusal = self._session_for(environ, start_response, message.id if isinstance(message, Request) else None)
             if refusal is not None:
                 return refusal
-            busy = self._busy_reply(message) if isinstance(message, Request) else None
+            busy = self._busy_reply(message, entry) if isinstance(message, Request) else None
             if busy is not None:  # an answer, not an HTTP error: the session goes on
                 return _json(start_response, "200 OK", busy)
         assert entry is not None
@@ -512,16 +521,22 @@ class McpWsgiApp:
             entry.session.endpoint.receive_line(encode(Notification(CANCELLED, {"requestId": request_id, "reason": reason})))
         return data
 
-    def _busy_reply(self, message: Request) -> bytes | None:
+    def _busy_reply(self, message: Request, entry: _HttpSession | None = None) -> bytes | None:
         """The error that refuses ``message`` when ``max_queued`` requests wait for a worker
-        already; ``None`` when it may go on. ``ping`` never waits for a worker."""
+        already, or its session has ``max_session_requests`` in flight; ``None`` when it may
+        go on. ``ping`` never waits for a worker."""
         if message.method == "ping":
             return None
-        queued = self.pool.stats().queued
-        if queued < self.max_queued:
+        detail = None
+        if entry is not None and entry.session.endpoint.in_flight()[0] >= self.max_session_requests:
+            detail = f"too many requests in flight in this session (max_session_requests={self.max_session_requests})"
+        else:
+            queued = self.pool.stats().queued
+            if queued >= self.max_queued:
+                detail = f"server busy: {queued} requests wait for a worker (max_queued={self.max_queued}); try again later"
+        if detail is None:
             return None
-        _log.debug("refused %s: %d requests wait for a worker", message.method, queued)
-        detail = f"server busy: {queued} requests wait for a worker (max_queued={self.max_queued}); try again later"
+        _log.debug("refused %s: %s", message.method, detail)
         return encode(ErrorResponse(message.id, SERVER_BUSY, detail))
 
     def _refuse_session(self, start_response: StartResponse, request_id: RequestId) -> Iterable[bytes]:
@@ -569,7 +584,7 @@ class McpWsgiApp:
                     detail = "initialize must not be part of a JSON-RPC batch"
                     replies.append(encode(ErrorResponse(message.id, INVALID_REQUEST, detail)))
                     continue
-                busy = self._busy_reply(message)
+                busy = self._busy_reply(message, entry)
                 if busy is not None:
                     replies.append(busy)
                     continue

@@ -138,6 +138,26 @@ def test_requests_beyond_max_queued_are_refused_at_once_and_the_session_goes_on(
     assert wire.responses(20) == []  # refused before it reached the session
 
 
+def test_one_session_cannot_take_more_than_max_session_requests(probe, serve, raw):
+    app = McpWsgiApp(make_server(probe), max_workers=1, max_session_requests=2)
+    handle = serve(app)
+    greedy, other = raw(handle.url), raw(handle.url)
+    greedy.initialize()
+    other.initialize()
+    running = greedy.open(call_tool("gated", {"tag": "g"}, 1))
+    assert probe.started("g").wait(WAIT)
+    queued = greedy.open(call_tool("touch", {"tag": "q"}, 2))
+    refused = greedy.post(call_tool("touch", {"tag": "never"}, 3)).json()
+    assert refused["id"] == 3 and refused["error"]["code"] == -32000
+    assert "max_session_requests=2" in refused["error"]["message"]
+    fair = other.open(call_tool("touch", {"tag": "other"}, 1))  # another session still gets in
+    wait_until(lambda: app.stats().pool.queued == 2, message="the other session's request queued")
+    probe.release("g")
+    for stream, request_id in ((running, 1), (queued, 2), (fair, 1)):
+        assert [m["id"] for _, m in stream.rest()] == [request_id]
+    assert probe.event("other").is_set() and not probe.event("never").is_set()
+
+
 # -- the session cap ---------------------------------------------------------------------------------
 def test_initialize_beyond_max_sessions_gets_503_with_a_clear_error(probe, serve):
     app = McpWsgiApp(make_server(probe), max_sessions=3)
