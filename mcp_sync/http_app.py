@@ -132,6 +132,9 @@ class AppStats:
         outbound_in_flight: server-to-client requests awaiting an answer, summed.
         open_streams: SSE responses being sent right now (request streams and ``GET``
             streams): each holds a thread of the WSGI server.
+        dropped: messages from clients ignored on purpose (a cancellation of an unknown
+            or finished request, a late response, ...), summed over the live sessions
+            (see :attr:`Endpoint.dropped <mcp_sync.endpoint.Endpoint.dropped>`).
         pool: the shared handler pool (its ``queued`` tasks wait for a worker, its ``busy``
             workers run handlers -- including cancelled ones of ended sessions that have
             not noticed their cancellation yet).
@@ -142,6 +145,7 @@ class AppStats:
     inbound_in_flight: int
     outbound_in_flight: int
     open_streams: int
+    dropped: int
     pool: PoolStats
 
 
@@ -280,11 +284,13 @@ class McpWsgiApp:
         """Counts for monitoring: sessions, requests in flight, streams, the shared pool."""
         with self._lock:
             entries = list(self._sessions.values())
-        inbound = outbound = streams = 0
+        inbound = outbound = streams = dropped = 0
         for entry in entries:
-            ins, outs = entry.session.endpoint.in_flight()
+            endpoint = entry.session.endpoint
+            ins, outs = endpoint.in_flight()
             inbound += ins
             outbound += outs
+            dropped += sum(dict(endpoint.dropped).values())  # dict(): one atomic copy
             streams += entry.transport.open_streams()
         return AppStats(
             sessions=len(entries),
@@ -292,6 +298,7 @@ class McpWsgiApp:
             inbound_in_flight=inbound,
             outbound_in_flight=outbound,
             open_streams=streams,
+            dropped=dropped,
             pool=self.pool.stats(),
         )
 

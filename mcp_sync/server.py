@@ -156,6 +156,8 @@ class ServerStats:
             pools of the sessions (a pool shared by many sessions counts once).
         handlers_running: workers running a handler, summed likewise (handlers of sessions
             that already ended included, until they return).
+        dropped: messages from clients ignored on purpose, summed over the live sessions
+            (see :attr:`Endpoint.dropped <mcp_sync.endpoint.Endpoint.dropped>`).
     """
 
     sessions: int
@@ -163,6 +165,7 @@ class ServerStats:
     outbound_in_flight: int
     handlers_queued: int
     handlers_running: int
+    dropped: int
 
 
 class Server:
@@ -509,12 +512,13 @@ class Server:
     def stats(self) -> ServerStats:
         """Counts for monitoring, over every live session (see :class:`ServerStats`)."""
         sessions = self.sessions()
-        inbound = outbound = 0
+        inbound = outbound = dropped = 0
         pools: dict[int, PoolStats] = {}
         for session in sessions:
             ins, outs = session.endpoint.in_flight()
             inbound += ins
             outbound += outs
+            dropped += sum(dict(session.endpoint.dropped).values())  # dict(): one atomic copy
             pool = session.endpoint.pool
             if id(pool) not in pools:
                 pools[id(pool)] = pool.stats()
@@ -524,6 +528,7 @@ class Server:
             outbound_in_flight=outbound,
             handlers_queued=sum(p.queued for p in pools.values()),
             handlers_running=sum(p.busy for p in pools.values()),
+            dropped=dropped,
         )
 
     def serve_in_thread(self, transport: Transport, *, max_workers: int | None = None) -> ServerHandle:

@@ -40,7 +40,7 @@ def test_stats_sum_over_sessions_and_their_pools():
         release.wait(WAIT)
         return []
 
-    assert server.stats() == ServerStats(0, 0, 0, 0, 0)
+    assert server.stats() == ServerStats(0, 0, 0, 0, 0, 0)
     with connected(server, server_workers=1) as first, connected(server, server_workers=2, roots=roots) as second:
         held = first.client.call_tool_future("hold", {"tag": "a"})
         queued = first.client.call_tool_future("hold", {"tag": "queued"})  # its one worker is busy

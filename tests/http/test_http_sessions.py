@@ -313,3 +313,7 @@ def test_stats_count_sessions_requests_and_streams(probe, serve, raw):
     a.rest()
     b.rest()
     wait_until(lambda: app.stats().inbound_in_flight == 0 and app.stats().open_streams == 0)
+    assert app.stats().dropped == 0
+    stray = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 999}}
+    assert first.post(stray).status_code == 202  # nothing of that id is in flight: ignored
+    assert app.stats().dropped == 1 and app.server.stats().dropped == 1
