@@ -259,6 +259,7 @@ class McpWsgiApp:
         """The handler pool shared by every session."""
         self._clock = clock
         self._next_sweep = clock()
+        self._next_reclaim = clock()
         self._lock = threading.Lock()
         self._sessions: dict[str, _HttpSession] = {}
         self._stopping = threading.Event()
@@ -326,8 +327,11 @@ class McpWsgiApp:
 
     def _new_session(self) -> _HttpSession | None:
         """A new session, or ``None`` when ``max_sessions`` are live (or the app closed)."""
-        if len(self._sessions) >= self.max_sessions:
-            self.expire_idle_sessions()  # make room if some have expired
+        if len(self._sessions) >= self.max_sessions and self._clock() >= self._next_reclaim:
+            # make room if some have expired; at most once a second, so that a flood of
+            # refused initialize requests does not scan every session each time
+            self._next_reclaim = self._clock() + 1.0
+            self.expire_idle_sessions()
         session_id = secrets.token_urlsafe(32)
         transport = HttpSessionTransport(session_id, replay=self.replay)
         with self._lock:
