@@ -58,9 +58,9 @@ def test_stats_sum_over_sessions_and_their_pools():
 
         assert running_b.cancel() is True
         release.set()
-        assert held.result(WAIT)["content"][0]["text"] == "a"
-        assert queued.result(WAIT)["content"][0]["text"] == "queued"
-        assert roots_call.result(WAIT)["structuredContent"]["result"] == 0
+        assert held.result(WAIT).content[0].text == "a"
+        assert queued.result(WAIT).content[0].text == "queued"
+        assert roots_call.result(WAIT).structured_content["result"] == 0
         wait_until(lambda: server.stats().inbound_in_flight == 0 and server.stats().handlers_running == 0)
         assert server.stats().outbound_in_flight == 0
     assert server.stats().sessions == 0

@@ -133,7 +133,7 @@ def run_client(url: str, ledger: Ledger, record: Round, index: int, calls: int, 
                 cancel_returned = future.cancel("while running")
             try:
                 value = future.result(WAIT * 2)
-                assert value["structuredContent"]["result"] == n
+                assert value.structured_content["result"] == n
                 outcome = "result"
             except Cancelled:
                 outcome = "cancelled"
