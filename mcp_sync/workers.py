@@ -100,6 +100,7 @@ class WorkerPool:
         self._started = 0  # threads ever started (for their names)
         self._shutdown = False
         self._watch: deadlines.Deadline | None = None  # the next wait-warning check
+        self._watch_seq = 0  # which scheduled check is the current one
         self._warned_through = float("-inf")  # queue time of the last task warned about
 
     def submit(self, fn: Callable[..., Any], *args: Any) -> None:
@@ -166,15 +167,24 @@ class WorkerPool:
         for queued_at, _, _ in self._items:
             if queued_at > self._warned_through:
                 delay = queued_at + self.wait_warning - time.monotonic()
-                self._watch = deadlines.schedule(delay, self._check_waits)
+                self._watch_seq += 1
+                seq = self._watch_seq
+                self._watch = deadlines.schedule(delay, lambda: self._check_waits(seq))
                 return
 
-    def _check_waits(self) -> None:
+    def _check_waits(self, seq: int) -> None:
         assert self.wait_warning is not None
         with self._cond:
+            if seq != self._watch_seq or self._watch is None:
+                return  # cancelled after it was taken to run; a newer check may be pending
             self._watch = None
             now = time.monotonic()
-            late = [t for t, _, _ in self._items if t > self._warned_through and now - t >= self.wait_warning]
+            late: list[float] = []
+            for queued_at, _, _ in self._items:  # oldest first
+                if now - queued_at < self.wait_warning:
+                    break
+                if queued_at > self._warned_through:
+                    late.append(queued_at)
             if late:
                 self._warned_through = late[-1]
                 stats = self._stats_locked(now)
