@@ -54,11 +54,13 @@ from .jsonrpc import (
     decode,
     decode_object,
     encode,
+    id_key,
 )
 from .http_checks import HostAllowList, Refusal, check_content_type, read_body
 from .http_server import HttpServerHandle, _QuietHandler, _ThreadingWSGIServer, serve_http  # noqa: F401  (re-exported)
 from .protocol import CANCELLED_METHOD as CANCELLED
 from .session import SUPPORTED_PROTOCOL_VERSIONS
+from .transports.batching import BATCH_REVISIONS, EMPTY_BATCH, split_batch
 from .transports.http_session import HttpSessionTransport
 from .transports.sse import EventStream, parse_event_id
 from .workers import DEFAULT_WAIT_WARNING, PoolStats, WorkerPool
@@ -76,7 +78,6 @@ __all__ = [
     "DEFAULT_MAX_WORKERS",
     "DEFAULT_MAX_QUEUED",
     "DEFAULT_MAX_SESSION_REQUESTS",
-    "BATCH_REVISIONS",
 ]
 
 _log = logging.getLogger("mcp_sync.http")
@@ -112,9 +113,6 @@ DEFAULT_MAX_QUEUED = 1024
 
 DEFAULT_MAX_SESSION_REQUESTS = 128
 """Requests one session may have in flight (queued or running) before more are refused."""
-
-BATCH_REVISIONS = frozenset({"2025-03-26"})
-"""Protocol revisions whose sessions may POST JSON-RPC batches (later ones forbid them)."""
 
 SERVER_BUSY = -32000
 """The JSON-RPC error code (implementation-defined range) of a refusal for want of room:
@@ -337,7 +335,7 @@ class McpWsgiApp:
         with self._lock:
             if len(self._sessions) >= self.max_sessions or self._stopping.is_set():
                 return None
-            session = self.server.connect(transport, read=False, pool=self.pool)
+            session = self.server.connect(transport, read=False, pool=self.pool, batches=False)
             entry = _HttpSession(session, transport, self._clock())
             self._sessions[session_id] = entry
         session.add_close_callback(lambda: self._forget(session_id))
@@ -532,17 +530,18 @@ class McpWsgiApp:
             entry.session.endpoint.receive_line(encode(Notification(CANCELLED, {"requestId": request_id, "reason": reason})))
         return data
 
-    def _busy_reply(self, message: Request, entry: _HttpSession | None = None) -> bytes | None:
+    def _busy_reply(self, message: Request, entry: _HttpSession | None = None, ahead: int = 0) -> bytes | None:
         """The error that refuses ``message`` when ``max_queued`` requests wait for a worker
         already, or its session has ``max_session_requests`` in flight; ``None`` when it may
-        go on. ``ping`` never waits for a worker."""
+        go on. ``ahead``: requests admitted just before it and not counted yet (earlier
+        elements of its batch). ``ping`` never waits for a worker."""
         if message.method == "ping":
             return None
         detail = None
-        if entry is not None and entry.session.endpoint.in_flight()[0] >= self.max_session_requests:
+        if entry is not None and entry.session.endpoint.in_flight()[0] + ahead >= self.max_session_requests:
             detail = f"too many requests in flight in this session (max_session_requests={self.max_session_requests})"
         else:
-            queued = self.pool.stats().queued
+            queued = self.pool.stats().queued + ahead
             if queued >= self.max_queued:
                 detail = f"server busy: {queued} requests wait for a worker (max_queued={self.max_queued}); try again later"
         if detail is None:
@@ -580,31 +579,25 @@ class McpWsgiApp:
             detail = f"JSON-RPC batches are not supported at protocol revision {version} (only at 2025-03-26)"
             return _jsonrpc_error(start_response, "400 Bad Request", INVALID_REQUEST, detail)
         if not items:
-            return _jsonrpc_error(start_response, "400 Bad Request", INVALID_REQUEST, "an empty batch is not a valid request")
+            return _jsonrpc_error(start_response, "400 Bad Request", INVALID_REQUEST, EMPTY_BATCH)
+        streams: dict[tuple[type, RequestId], EventStream] = {}
+
+        def admit(request: Request) -> bytes | None:
+            busy = self._busy_reply(request, entry, ahead=len(streams))
+            if busy is not None:
+                return busy
+            stream = entry.transport.open_request_stream(request.id, json_mode=True)
+            if stream is None:
+                return encode(ErrorResponse(request.id, INVALID_REQUEST, "request id is already in use"))
+            streams[id_key(request.id)] = stream
+            return None
+
+        split = split_batch(items, admit)
+        replies = split.replies  # in the order they are known; JSON-RPC allows any order
+        waiting = [(request.id, streams[id_key(request.id)]) for request in split.requests]
         endpoint = entry.session.endpoint
-        replies: list[bytes] = []  # in the order they are known; JSON-RPC allows any order
-        waiting: list[tuple[RequestId, EventStream]] = []
-        for item in items:
-            message = decode_object(item)
-            if isinstance(message, InvalidMessage):
-                if message.reply is not None:
-                    replies.append(encode(message.reply))
-                continue
-            if isinstance(message, Request):
-                if message.method == "initialize":
-                    detail = "initialize must not be part of a JSON-RPC batch"
-                    replies.append(encode(ErrorResponse(message.id, INVALID_REQUEST, detail)))
-                    continue
-                busy = self._busy_reply(message, entry)
-                if busy is not None:
-                    replies.append(busy)
-                    continue
-                stream = entry.transport.open_request_stream(message.id, json_mode=True)
-                if stream is None:
-                    replies.append(encode(ErrorResponse(message.id, INVALID_REQUEST, "request id is already in use")))
-                    continue
-                waiting.append((message.id, stream))
-            endpoint.receive_line(json.dumps(item))
+        for line in split.lines:
+            endpoint.receive_line(line)
         if not waiting and not replies:
             return _plain(start_response, "202 Accepted", "")
         end = time.monotonic() + self.request_timeout

@@ -49,6 +49,7 @@ from .schemas import DeclaredSchema, declare_schema
 from .session import LOG_LEVELS, Session, negotiate_version
 from .tool_results import output_schema_for, to_call_tool_result, tool_error
 from .transports.base import Transport
+from .transports.batching import BATCH_REVISIONS, BatchingTransport
 from .uri_template import UriTemplate
 from .workers import MAX_QUEUED_CALLBACKS, PoolStats, WorkerPool
 
@@ -484,14 +485,20 @@ class Server:
         max_workers: int | None = None,
         read: bool = True,
         pool: WorkerPool | None = None,
+        batches: bool = True,
     ) -> ServerSession:
         """Serve one connection over ``transport`` (starts its reader thread).
 
         ``read=False`` starts no reader: the caller feeds messages to
         ``session.endpoint.receive_line`` itself (as the HTTP app does). ``pool``: run the
         session's handlers on this shared pool (the HTTP app's) instead of a pool of the
-        session's own with ``max_workers`` threads.
+        session's own with ``max_workers`` threads. ``batches``: answer JSON-RPC batch
+        lines in a session at revision 2025-03-26 (a
+        :class:`~mcp_sync.transports.batching.BatchingTransport` around ``transport``);
+        the HTTP app, which answers batches itself, passes False.
         """
+        if batches:
+            transport = BatchingTransport(transport, lambda: session.protocol_version in BATCH_REVISIONS)
         session = ServerSession(self, transport, max_workers=max_workers or self.max_workers, pool=pool)
         with self._lock:
             self._sessions.add(session)

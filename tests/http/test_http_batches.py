@@ -124,3 +124,14 @@ def test_a_batch_without_a_session_is_refused(probe, serve, raw):
     assert answer.status_code == 400
     assert app.stats().sessions == 0
     assert not probe.event("never").is_set()
+
+
+def test_a_batch_cannot_take_more_than_max_session_requests(probe, serve, raw):
+    handle = serve(McpWsgiApp(make_server(probe), max_session_requests=3))
+    session = open_session(raw, handle.url, OLD)
+    answer = session.post([call_tool("echo", {"text": str(n)}, n) for n in range(5)])
+    answers = answer.json()
+    assert sorted(a["result"]["content"][0]["text"] for a in answers if "result" in a) == ["0", "1", "2"]
+    refused = [a for a in answers if "error" in a]
+    assert sorted(a["id"] for a in refused) == [3, 4]
+    assert all("max_session_requests=3" in a["error"]["message"] for a in refused)
