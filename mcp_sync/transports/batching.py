@@ -224,6 +224,9 @@ class BatchingTransport:
         self._inner.close()
 
     def __getattr__(self, name: str) -> Any:
+        """Anything else is the inner transport's (``pid``, ``stderr_lines``, ...)."""
+        if name == "_inner":  # not set yet: never recurse
+            raise AttributeError(name)
         return getattr(self._inner, name)
 
 
