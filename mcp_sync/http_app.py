@@ -48,6 +48,7 @@ from .jsonrpc import (
     PARSE_ERROR,
     ErrorResponse,
     InvalidMessage,
+    Message,
     Notification,
     Request,
     RequestId,
@@ -491,22 +492,15 @@ class McpWsgiApp:
             if busy is not None:  # an answer, not an HTTP error: the session goes on
                 return _json(start_response, "200 OK", busy)
         assert entry is not None
-        endpoint = entry.session.endpoint
         line = body.replace(b"\n", b" ")
         if not isinstance(message, Request):
-            is_cancel = isinstance(message, Notification) and message.method == CANCELLED and isinstance(message.params, dict)
-            if is_cancel and not entry.transport.cancel_arrived(message.params.get("requestId"), line):  # type: ignore[union-attr]
-                return _plain(start_response, "202 Accepted", "")  # kept until its request arrives
-            endpoint.receive_line(line)
+            self._deliver(entry, message, line)
             return _plain(start_response, "202 Accepted", "")
         json_mode = self.json_response or not wants_sse
         stream = entry.transport.open_request_stream(message.id, json_mode=json_mode)
         if stream is None:
             return _jsonrpc_error(start_response, "409 Conflict", INVALID_REQUEST, "request id is already in use", message.id)
-        endpoint.receive_line(line)
-        early_cancel = entry.transport.request_received(message.id)
-        if early_cancel is not None:  # its cancel overtook it on another connection
-            endpoint.receive_line(early_cancel)
+        self._deliver(entry, message, line)
         headers = [("Mcp-Session-Id", entry.transport.session_id)] if is_initialize else []
         if json_mode:
             data = self._json_answer(entry, message.id, stream, self.request_timeout)
@@ -518,6 +512,20 @@ class McpWsgiApp:
             [*_SSE_HEADERS, *headers],
         )
         return _sse_body(stream.events(0, keepalive=self.keepalive, stop=self._stopping))
+
+    @staticmethod
+    def _deliver(entry: _HttpSession, message: Message, line: bytes) -> None:
+        """Hand one message to the session. A cancellation whose request has not arrived
+        yet (it overtook it on another connection) is kept until it does; a request is
+        followed by such a cancellation, if one came first."""
+        if isinstance(message, Notification) and message.method == CANCELLED and isinstance(message.params, dict):
+            if not entry.transport.cancel_arrived(message.params.get("requestId"), line):
+                return  # kept until its request arrives
+        entry.session.endpoint.receive_line(line)
+        if isinstance(message, Request):
+            early_cancel = entry.transport.request_received(message.id)
+            if early_cancel is not None:
+                entry.session.endpoint.receive_line(early_cancel)
 
     def _json_answer(self, entry: _HttpSession, request_id: RequestId, stream: EventStream, timeout: float) -> bytes | None:
         """Wait for the response to a JSON-mode request; ``None`` when it was cancelled.
@@ -595,9 +603,8 @@ class McpWsgiApp:
         split = split_batch(items, admit)
         replies = split.replies  # in the order they are known; JSON-RPC allows any order
         waiting = [(request.id, streams[id_key(request.id)]) for request in split.requests]
-        endpoint = entry.session.endpoint
-        for line in split.lines:
-            endpoint.receive_line(line)
+        for message, line in zip(split.messages, split.lines):
+            self._deliver(entry, message, line)
         if not waiting and not replies:
             return _plain(start_response, "202 Accepted", "")
         end = time.monotonic() + self.request_timeout

@@ -29,6 +29,7 @@ from ..jsonrpc import (
     INVALID_REQUEST,
     ErrorResponse,
     InvalidMessage,
+    Message,
     Request,
     RequestId,
     Response,
@@ -59,14 +60,16 @@ class SplitBatch:
         requests: the requests that go on, in array order.
         lines: every element that goes on (those requests, notifications, responses), in
             array order, as lines for the endpoint.
+        messages: the same elements decoded (``messages[i]`` is ``lines[i]``).
     """
 
-    __slots__ = ("replies", "requests", "lines")
+    __slots__ = ("replies", "requests", "lines", "messages")
 
     def __init__(self) -> None:
         self.replies: list[bytes] = []
         self.requests: list[Request] = []
         self.lines: list[bytes] = []
+        self.messages: list[Message] = []
 
 
 def split_batch(items: list[Any], admit: Callable[[Request], bytes | None] | None = None) -> SplitBatch:
@@ -100,6 +103,7 @@ def split_batch(items: list[Any], admit: Callable[[Request], bytes | None] | Non
             seen.add(key)
             split.requests.append(message)
         split.lines.append(json.dumps(item).encode())
+        split.messages.append(message)
     return split
 
 
