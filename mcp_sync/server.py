@@ -575,13 +575,14 @@ class Server:
 
         ``transport`` is ``"stdio"`` (default), ``"http"`` (Streamable HTTP on
         ``host:port`` at ``path``, 127.0.0.1 by default) or a transport object. Running
-        handlers are cancelled and get ``grace`` seconds to finish.
+        handlers are cancelled and get ``grace`` seconds to finish (over HTTP, all sessions
+        together: the app's ``shutdown_grace``).
 
         Logging is left to the program: ``run()`` configures no logger (see
         :doc:`/logging` for the ``mcp_sync.*`` logger names and how to see them).
         """
         if transport == "http":
-            self._run_http(host, port, path)
+            self._run_http(host, port, path, grace)
             return
         if isinstance(transport, str):
             if transport != "stdio":
@@ -613,8 +614,8 @@ class Server:
             if in_main and previous is not None:
                 signal.signal(signal.SIGTERM, previous)
 
-    def _run_http(self, host: str, port: int, path: str) -> None:
-        handle = self.serve_http(host, port, path=path)
+    def _run_http(self, host: str, port: int, path: str, grace: float) -> None:
+        handle = self.serve_http(host, port, path=path, shutdown_grace=grace)
         print(f"mcp_sync: serving {self.name} at {handle.url}", file=sys.stderr, flush=True)
         stop = threading.Event()
         previous = None
