@@ -169,7 +169,7 @@ class PendingCall(concurrent.futures.Future):  # type: ignore[type-arg]
         """True while the request is in flight: sent (or being sent) and not settled."""
         return self._request is not None and not self.done()
 
-    def cancel(self, reason: str | None = None) -> bool:  # type: ignore[override]
+    def cancel(self, reason: str | None = None) -> bool:
         """Cancel the call, in flight or not. Idempotent.
 
         Sends ``notifications/cancelled`` (never for ``initialize``) and does not wait for

@@ -235,7 +235,7 @@ def inspect_handler(fn: Callable[..., Any], name: str, declared: DeclaredSchema 
         _check_declared(name, declared.schema, signature, names, takes_any_keyword)
     else:
         model_name = "".join(part.capitalize() for part in re.split(r"[^0-9a-zA-Z]+", name) if part) + "Arguments"
-        model = pydantic.create_model(  # type: ignore[call-overload]
+        model = pydantic.create_model(
             model_name or "Arguments",
             __config__=ConfigDict(arbitrary_types_allowed=True),
             **fields,

@@ -83,7 +83,7 @@ __all__ = [
 
 _log = logging.getLogger("mcp_sync.http")
 
-AuthHook = Callable[[dict], Any]
+AuthHook = Callable[[dict[str, Any]], Any]
 """Called as ``auth(environ)``. Return ``None``/``True`` to allow, ``False`` for 401, or an
 HTTP status (401 or 403) to refuse; it may also raise :class:`PermissionError` (403)."""
 
@@ -385,7 +385,7 @@ class McpWsgiApp:
         self.expire_idle_sessions()
 
     # -- WSGI ---------------------------------------------------------------------------------
-    def __call__(self, environ: dict, start_response: StartResponse) -> Iterable[bytes]:
+    def __call__(self, environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
         if self.path is not None and environ.get("PATH_INFO", "") not in (self.path, self.path.rstrip("/") + "/"):
             return _plain(start_response, "404 Not Found", "not found")
         refusal = self._check_host(environ) or self._check_origin(environ) or self._check_auth(environ)
@@ -401,11 +401,11 @@ class McpWsgiApp:
             return self._delete(environ, start_response)
         return _plain(start_response, "405 Method Not Allowed", "use POST, GET or DELETE", [("Allow", "GET, POST, DELETE")])
 
-    def _check_host(self, environ: dict) -> Callable[[StartResponse], Iterable[bytes]] | None:
+    def _check_host(self, environ: dict[str, Any]) -> Callable[[StartResponse], Iterable[bytes]] | None:
         refusal = None if self._hosts is None else self._hosts.check(environ.get("HTTP_HOST"))
         return None if refusal is None else _refuse(refusal)
 
-    def _check_origin(self, environ: dict) -> Callable[[StartResponse], Iterable[bytes]] | None:
+    def _check_origin(self, environ: dict[str, Any]) -> Callable[[StartResponse], Iterable[bytes]] | None:
         origin = environ.get("HTTP_ORIGIN")
         if origin is None or "*" in self.allowed_origins or origin in self.allowed_origins:
             return None
@@ -414,7 +414,7 @@ class McpWsgiApp:
             return None
         return lambda sr: _plain(sr, "403 Forbidden", f"origin {origin} is not allowed")
 
-    def _check_auth(self, environ: dict) -> Callable[[StartResponse], Iterable[bytes]] | None:
+    def _check_auth(self, environ: dict[str, Any]) -> Callable[[StartResponse], Iterable[bytes]] | None:
         if self.auth is None:
             return None
         try:
@@ -431,7 +431,7 @@ class McpWsgiApp:
         return lambda sr: _plain(sr, f"{int(verdict)} Refused", "refused")
 
     def _session_for(
-        self, environ: dict, start_response: StartResponse, request_id: RequestId | None = None
+        self, environ: dict[str, Any], start_response: StartResponse, request_id: RequestId | None = None
     ) -> tuple[_HttpSession | None, Iterable[bytes] | None]:
         """The session a request names, or the refusal to send (echoing ``request_id``,
         the id of the POSTed request, when there is one)."""
@@ -450,7 +450,7 @@ class McpWsgiApp:
             )
         return entry, None
 
-    def _post(self, environ: dict, start_response: StartResponse) -> Iterable[bytes]:
+    def _post(self, environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
         unsupported = check_content_type(environ.get("CONTENT_TYPE"))
         if unsupported is not None:
             return _refuse(unsupported)(start_response)
@@ -569,7 +569,7 @@ class McpWsgiApp:
             [("Retry-After", "5")],
         )
 
-    def _post_batch(self, items: list[Any], environ: dict, start_response: StartResponse) -> Iterable[bytes]:
+    def _post_batch(self, items: list[Any], environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
         """A JSON-RPC batch: allowed in sessions at revision 2025-03-26 only.
 
         Every element goes to the session in array order. The requests are answered
@@ -616,7 +616,7 @@ class McpWsgiApp:
             return _plain(start_response, "204 No Content", "")  # every request was cancelled
         return _json(start_response, "200 OK", b"[" + b",".join(r.rstrip(b"\n") for r in replies) + b"]")
 
-    def _get(self, environ: dict, start_response: StartResponse) -> Iterable[bytes]:
+    def _get(self, environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
         if "text/event-stream" not in environ.get("HTTP_ACCEPT", "").lower():
             return _plain(start_response, "406 Not Acceptable", "Accept must list text/event-stream")
         entry, refusal = self._session_for(environ, start_response)
@@ -671,7 +671,7 @@ class McpWsgiApp:
         with self._streams_lock:
             self._standalone_open -= 1
 
-    def _delete(self, environ: dict, start_response: StartResponse) -> Iterable[bytes]:
+    def _delete(self, environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
         entry, refusal = self._session_for(environ, start_response)
         if refusal is not None:
             return refusal

@@ -11,7 +11,7 @@ from __future__ import annotations
 import ipaddress
 import re
 from dataclasses import dataclass
-from typing import IO, Iterable
+from typing import IO, Any, Iterable
 
 __all__ = [
     "LOOPBACK_HOSTS",
@@ -143,7 +143,7 @@ class HostAllowList:
 
 
 # -- bodies ----------------------------------------------------------------------------------------
-def read_body(environ: dict, max_bytes: int) -> bytes | Refusal:
+def read_body(environ: dict[str, Any], max_bytes: int) -> bytes | Refusal:
     """Read a request body from a WSGI environ, at most ``max_bytes`` of it.
 
     * With ``Content-Length``: exactly that many bytes; 413 at once, before reading, when

@@ -68,7 +68,7 @@ SERVER_OPTIONS = ("backlog", "read_timeout", "max_connections")
 _ACCEPT_POLL = 0.1  # seconds between looks at the shutdown flag while every slot is taken
 
 StartResponse = Callable[..., Any]
-WsgiApp = Callable[[dict, StartResponse], Iterable[bytes]]
+WsgiApp = Callable[[dict[str, Any], StartResponse], Iterable[bytes]]
 
 
 class _DeadlineReader(io.RawIOBase):
@@ -189,7 +189,7 @@ class _HostGuard:
         self.app = app
         self.hosts = hosts
 
-    def __call__(self, environ: dict, start_response: StartResponse) -> Iterable[bytes]:
+    def __call__(self, environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
         refusal = self.hosts.check(environ.get("HTTP_HOST"))
         if refusal is None:
             return self.app(environ, start_response)

@@ -121,7 +121,7 @@ class InboundRequest:
         if type(meta) is dict:
             token = meta.get("progressToken")
             if is_valid_id(token):
-                return token  # type: ignore[no-any-return]
+                return token
         return None
 
     def __repr__(self) -> str:
