@@ -13,6 +13,7 @@ import pytest
 
 from mcp_sync import Client, ConnectionClosed
 from mcp_sync.http_app import McpWsgiApp
+from mcp_helpers import wait_until
 from http_support import (
     ACCEPT_BOTH,
     PROTOCOL_VERSION,
@@ -489,6 +490,12 @@ def test_idle_sessions_expire_but_busy_ones_do_not(probe, serve):
             idle.ping(timeout=WAIT)  # its session is gone: 404
         probe.release("busy")
         assert pending.result(WAIT).content[0].text == "busy: released"
+
+        def response_finished() -> bool:  # the client has the answer before the server's
+            stats = app.stats()  # WSGI thread has finished sending the POST's stream
+            return stats.inbound_in_flight == 0 and stats.open_streams == 0
+
+        wait_until(response_finished, "the server to finish the busy call's response")
         now[0] += 30.0
         assert app.expire_idle_sessions() == 0, "the busy session was seen 30 s ago"
         now[0] += 31.0
