@@ -48,7 +48,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
 from ..errors import ConnectionClosed, McpError
-from ..jsonrpc import id_key, is_valid_id
+from ..jsonrpc import ErrorResponse, InvalidMessage, Response, decode, id_key, is_valid_id
 from .sse import Oversize, SseParser
 
 __all__ = [
@@ -485,13 +485,10 @@ class HttpClientTransport:
 
     def _deliver(self, data: bytes) -> None:
         if self.protocol_version is None:
-            try:
-                message = json.loads(data)
-                version = message.get("result", {}).get("protocolVersion")
-                if isinstance(version, str):
-                    self.protocol_version = version
-            except (ValueError, AttributeError):
-                pass
+            message = decode(data)
+            version = message.result.get("protocolVersion") if isinstance(message, Response) and isinstance(message.result, dict) else None
+            if isinstance(version, str):
+                self.protocol_version = version
         self._inbox.put(data.replace(b"\n", b" "))
 
     def _start(self, target: Any, *args: Any) -> None:
@@ -710,17 +707,10 @@ def _detail(prefix: str, body: bytes) -> str:
 def _jsonrpc_error(body: bytes) -> McpError | None:
     """The :class:`~mcp_sync.errors.McpError` an HTTP error body carries, if it is a
     JSON-RPC error response."""
-    try:
-        message = json.loads(body)
-    except ValueError:
+    message = decode(body.strip())  # depth-limited, like every message the endpoint reads
+    if not isinstance(message, ErrorResponse):
         return None
-    error = message.get("error") if isinstance(message, dict) and "result" not in message else None
-    if not isinstance(error, dict):
-        return None
-    code, text = error.get("code"), error.get("message")
-    if not isinstance(code, int) or isinstance(code, bool) or not isinstance(text, str):
-        return None
-    return McpError(code, text, error.get("data"))
+    return McpError(message.code, message.message, message.data)
 
 
 def _abort(response: Any) -> None:
@@ -740,8 +730,10 @@ def _abort(response: Any) -> None:
 
 
 def _answers(data: bytes, request_id: Any) -> bool:
-    try:
-        message = json.loads(data)
-    except ValueError:
-        return False
-    return isinstance(message, dict) and "method" not in message and message.get("id") == request_id
+    """True if ``data`` is the answer to ``request_id``: a response, or an invalid one
+    (both ``result`` and ``error``, nested too deep, ...) whose id can be read -- the
+    endpoint fails the call with it, so the stream must not be resumed for it."""
+    message = decode(data)  # depth-limited: json.loads would raise on a deep answer
+    if isinstance(message, InvalidMessage):
+        return message.response_id is not None and message.response_id == request_id
+    return isinstance(message, (Response, ErrorResponse)) and message.id == request_id

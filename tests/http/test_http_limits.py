@@ -22,19 +22,21 @@ import pytest
 
 from http_support import WAIT
 
-from mcp_sync import Client
+from mcp_sync import Client, PeerMisbehaved
 from mcp_sync.http_app import serve_http
 from mcp_sync.transports.http_client import ReconnectPolicy, ResponseTooLarge
 
 HUGE = 256 * 1024 * 1024
 CHUNK = b"x" * (1024 * 1024)
+DEEP = 5000  # deeper than Python's json module can parse (its recursion limit)
 INIT = {"protocolVersion": "2025-11-25", "capabilities": {"tools": {}}, "serverInfo": {"name": "hostile", "version": "0"}}
 
 
 class HostileApp:
     """A Streamable HTTP server whose ``tools/call`` answers are huge (by tool name):
     ``huge_event`` (one SSE event), ``huge_json`` (chunked JSON), ``huge_json_length`` (JSON
-    with a Content-Length); ``echo`` answers normally. A GET stream sends one oversize
+    with a Content-Length); ``deep_event`` and ``deep_json`` answer with a result nested
+    ``DEEP`` levels, ``both_event`` with both ``result`` and ``error``; ``echo`` answers normally. A GET stream sends one oversize
     event (its id first), then, when resumed after it, a normal notification."""
 
     def __init__(self) -> None:
@@ -75,6 +77,16 @@ class HostileApp:
             head, tail = b"{\"jsonrpc\":\"2.0\",\"id\":" + rid + b",\"result\":{\"x\":\"", b"\"}}"
             start_response("200 OK", [("Content-Type", "application/json"), ("Content-Length", str(len(head) + HUGE + len(tail)))])
             return self._huge(head, tail)
+        if name in ("deep_event", "deep_json", "both_event"):  # invalid answers with their id
+            if name == "both_event":
+                answer = b'{"jsonrpc":"2.0","id":' + rid + b',"result":{},"error":{"code":1,"message":"x"}}'
+            else:  # valid JSON, nested far past MAX_NESTING_DEPTH
+                answer = b'{"jsonrpc":"2.0","id":' + rid + b',"result":{"x":' + b"[" * DEEP + b"]" * DEEP + b"}}"
+            if name == "deep_json":
+                start_response("200 OK", [("Content-Type", "application/json"), ("Content-Length", str(len(answer)))])
+                return [answer]
+            start_response("200 OK", [("Content-Type", "text/event-stream")])
+            return [b"id: d:1\ndata: " + answer + b"\n\n"]
         if name == "broken":  # the stream breaks in the middle of an event; resumed, it answers
             with self.lock:
                 self.broken_id = message["id"]
@@ -177,6 +189,25 @@ def test_limits_are_configurable_and_the_oversize_call_is_cancelled_on_the_serve
             client.call_tool("huge_json", {}, timeout=WAIT)
         assert client.call_tool("echo", {}, timeout=WAIT).content[0].text == "fine"
         assert client.endpoint.in_flight() == (0, 0)
+
+
+@pytest.mark.parametrize(
+    ("name", "detail"),
+    [("deep_event", "nesting too deep"), ("deep_json", "nesting too deep"), ("both_event", "both result and error")],
+)
+def test_an_invalid_answer_fails_its_call_and_the_connection_survives(hostile, name, detail):
+    """The client's own look at answers (which request a stream answers) goes through the
+    depth-limited decoder too: an invalid answer with a readable id -- nested too deep, or
+    with both result and error -- fails its call at once; it is not taken for a broken
+    stream (resumed, then the whole connection failed)."""
+    app, url = hostile
+    with Client.http(url, open_get_stream=False) as client:
+        with pytest.raises(PeerMisbehaved, match=detail):
+            client.call_tool(name, {}, timeout=WAIT)
+        assert client.call_tool("echo", {}, timeout=WAIT).content[0].text == "fine"
+        assert not client.closed and client.endpoint.in_flight() == (0, 0)
+        with app.lock:
+            assert app.gets == [], "the answer's stream was resumed as if it had broken"
 
 
 def test_an_oversize_event_on_the_get_stream_is_skipped_by_resuming_after_it(hostile):
