@@ -6,6 +6,7 @@ Driven with raw httpx requests against ``serve_http`` on a loopback port.
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from typing import Any, Callable
@@ -89,6 +90,28 @@ def test_handlers_of_different_sessions_run_on_the_apps_pool(probe, serve, raw):
     probe.release("b")
     for stream in [*streams, third]:
         assert [m.get("id") for _, m in stream.rest()] in ([1], [2])
+
+
+def test_a_request_waiting_for_the_shared_pool_is_logged_with_the_pools_state(probe, serve, raw, caplog):
+    """worker_wait_warning reaches the app's pool: a request stuck behind a handler that
+    holds the only worker is logged, and the stats show it queued."""
+    app = McpWsgiApp(stubborn_server(probe), max_workers=1, worker_wait_warning=0.05)
+    handle = serve(app)
+    session = raw(handle.url)
+    session.initialize()
+    caplog.set_level(logging.WARNING, logger="mcp_sync.workers")
+    blocker = session.open(call_tool("stubborn", {"tag": "hold"}, 1))
+    assert probe.started("hold").wait(WAIT)
+    queued = session.open(call_tool("touch", {"tag": "late"}, 2))
+    wait_until(
+        lambda: any("1 of 1 workers busy" in r.getMessage() for r in caplog.records if r.name == "mcp_sync.workers"),
+        message="a warning for the request waiting for a worker",
+    )
+    stats = app.stats().pool
+    assert (stats.queued, stats.busy, stats.max_workers) == (1, 1, 1) and stats.longest_wait >= 0.05
+    probe.release("hold")
+    assert [m["id"] for _, m in blocker.rest()] == [1]
+    assert [m["id"] for _, m in queued.rest()] == [2]
 
 
 def test_a_request_cancelled_while_queued_on_the_shared_pool_never_runs(probe, serve, raw, wire):
