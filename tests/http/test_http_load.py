@@ -28,9 +28,10 @@ CLIENTS = 20
 CALLS = 100
 HOLD = 1.0
 """Seconds a handler whose call will be cancelled waits for the cancellation. A cancel that
-reaches the server before its request (over HTTP they travel on different connections)
-finds nothing to cancel; the handler then answers after HOLD, and the client, which has
-settled the call as cancelled already, drops that answer."""
+reaches the server before its request (over HTTP they travel on different connections) is
+kept by the session and applied when the request arrives, so the handler sees it at once;
+HOLD only bounds a handler whose cancellation never came (its answer, if any, is one the
+client has settled as cancelled already and drops)."""
 RSS_GROWTH_LIMIT = 64 * 1024 * 1024
 """Bytes the process may grow by over the load (a leak of a few KiB per call exceeds it)."""
 
