@@ -301,3 +301,48 @@ def test_stress_callbacks_calling_the_peer_during_floods(fast_switching):
             assert seen == sorted(seen)
         finally:
             flood.close()
+
+
+def test_a_cancellation_read_while_the_queue_is_full_fires_the_token_at_once():
+    """The queue being full holds back only notification deliveries: a cancellation the
+    reader reads meanwhile fires the handler's token without waiting for queue space."""
+    limit = 3
+    gate = threading.Event()
+    started = threading.Event()
+    saw_cancel = threading.Event()
+    a, b = memory_pair()
+
+    def on_note(note: Any) -> None:
+        if note.params["n"] == 0:
+            assert gate.wait(WAIT * 2), "the test never released the callback"
+
+    def work(req: Any) -> Any:
+        started.set()
+        if req.token.wait(WAIT * 2):
+            saw_cancel.set()
+        return {"done": True}
+
+    server = Endpoint(
+        b,
+        request_handler=dispatcher({"work": work}),
+        notification_handler=on_note,
+        max_queued_callbacks=limit,
+        name="full-server",
+    )
+    client = Endpoint(a, name="full-client")
+    server.start()
+    client.start()
+    try:
+        pending = client.submit("work", {}, timeout=WAIT * 4)
+        assert started.wait(WAIT), "the handler never started"
+        for n in range(limit + 1):  # one running (blocked), `limit` queued: the queue is full
+            client.notify("note", {"n": n})
+        wait_until(lambda: server.stats().callback_queue_depth == limit, message="the queue to fill")
+        assert pending.cancel("stop") is True
+        assert saw_cancel.wait(WAIT), "the cancellation waited for the full callback queue"
+        assert server.stats().callback_queue_depth == limit, "the queue drained before the cancel"
+        assert pending.cancelled()
+    finally:
+        gate.set()
+        client.close(WAIT)
+        server.close(WAIT)
