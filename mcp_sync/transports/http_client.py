@@ -72,6 +72,12 @@ MAX_RESPONSE_BYTES = 8 * 1024 * 1024
 
 _ERROR_DETAIL_BYTES = 64 * 1024  # what is read of an HTTP error's body
 
+GET_STREAM_READY_WAIT = 5.0
+"""Longest wait, when the session starts, for the server's answer to the first ``GET``: a
+client that wants server-initiated messages has its stream open (or refused) before the
+handshake returns, so a request the server sends right after it is not lost (a server
+without an event store drops what it cannot send at once)."""
+
 
 class HttpError(ConnectionClosed):
     """The server refused a message with an HTTP error status (401, 403, 4xx, 5xx)."""
@@ -225,6 +231,7 @@ class HttpClientTransport:
         self._threads: set[threading.Thread] = set()
         self._closed = threading.Event()
         self._get_started = False
+        self._get_answered = threading.Event()  # the first GET got headers, or failed
         self._failure: BaseException | None = None
         self._fail_call: Callable[..., bool] | None = None
         # ids of our requests we cancelled: their streams end without an answer, by design
@@ -269,8 +276,8 @@ class HttpClientTransport:
         is_request = method is not None and "id" in message
         if method in ("initialize", "notifications/initialized"):
             self._post(data, message, is_request, stream_inline=False)
-            if method == "notifications/initialized":
-                self._start_get_stream()
+            if method == "notifications/initialized" and self._start_get_stream():
+                self._get_answered.wait(GET_STREAM_READY_WAIT)
             return
         if is_request:
             written = threading.Event()
@@ -627,21 +634,29 @@ class HttpClientTransport:
             return None, status, float(retry_after) if retry_after.isdigit() else None
         return response, None, None
 
-    def _start_get_stream(self) -> None:
+    def _start_get_stream(self) -> bool:
+        """Start the GET stream's thread; True if this call started it."""
         if not self._open_get or self._get_started:
-            return
+            return False
         self._get_started = True
         self._start(self._hold_get_stream, "mcp_sync-http-get-stream")
+        return True
 
     def _hold_get_stream(self) -> None:
         """Thread body: keep the GET stream open, reopening it (with ``Last-Event-ID``) when
         the server closes it, after its ``retry:`` hint."""
+        try:
+            self._reopen_get_stream(SseParser(self._max_event_bytes))
+        finally:
+            self._get_answered.set()  # never leave the handshake waiting on a dead thread
+
+    def _reopen_get_stream(self, parser: SseParser) -> None:
         httpx = _httpx()
-        parser = SseParser(self._max_event_bytes)
         policy = self._reconnect
         failures = 0
         while not self._closed.is_set() and self._failure is None:
             response, error, retry_after = self._get(parser.last_event_id)
+            self._get_answered.set()
             if response is None:
                 if error == 405 or self._failure is not None:
                     return  # the server offers no GET stream, or the session ended

@@ -449,3 +449,34 @@ def test_a_request_reset_while_its_body_was_being_sent_fails_that_call_only():
         assert server.big_headers.is_set()
         assert not client.closed
         assert client.call_tool("small", {}, timeout=WAIT).content[0].text == "small"
+
+
+def test_the_handshake_returns_only_once_the_get_stream_is_answered(probe, serve):
+    """A server may send a request on the GET stream right after the handshake and drop it
+    if no stream is connected (the official SDK's server does, without an event store):
+    ``Client.http`` returns only after the server answered the GET."""
+    app = McpWsgiApp(make_server(probe))
+    get_arrived, release_get = threading.Event(), threading.Event()
+
+    def gated_get(environ: dict[str, Any], start_response: Any) -> Any:
+        if environ["REQUEST_METHOD"] == "GET" and not release_get.is_set():
+            get_arrived.set()
+            assert release_get.wait(WAIT), "the test never released the GET"
+        return app(environ, start_response)
+
+    handle = serve(gated_get)
+    clients: list[Client] = []
+    connect = threading.Thread(
+        target=lambda: clients.append(Client.http(handle.url, open_get_stream=True)),
+        name="connect",
+    )
+    connect.start()
+    try:
+        assert get_arrived.wait(WAIT), "the client never opened its GET stream"
+        connect.join(0.5)  # the GET is held: the handshake must not have returned
+        assert connect.is_alive() and not clients, "Client.http returned before its GET stream was answered"
+    finally:
+        release_get.set()
+        connect.join(WAIT)
+    assert clients, "Client.http did not return once the GET was answered"
+    clients[0].close()
