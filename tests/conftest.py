@@ -2,11 +2,19 @@
 
 from __future__ import annotations
 
+import signal
 import sys
 import threading
 import time
 
 import pytest
+
+# A shell starts background jobs with SIGINT ignored, and children inherit that: a Python
+# child whose SIGINT is ignored at start never raises KeyboardInterrupt, so the tests that
+# press Ctrl-C on a child would hang. Handling SIGINT here gives every child the default
+# disposition back (a handled signal is reset to its default by exec).
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def _wait_for_threads(before: set[threading.Thread], limit: float) -> list[threading.Thread]:
