@@ -19,6 +19,9 @@ __all__ = ["Deadline", "schedule", "scheduler_thread_alive", "check_timeout"]
 
 _log = logging.getLogger("mcp_sync.deadlines")
 
+_LONGEST_WAIT = min(threading.TIMEOUT_MAX, 86400.0)
+"""The scheduler thread's longest single wait, in seconds (it wakes and waits again)."""
+
 
 def check_timeout(seconds: float | None, name: str = "timeout") -> float | None:
     """Return ``seconds`` if it is ``None`` or a number >= 0; raise :class:`ValueError` for a
@@ -103,7 +106,9 @@ class _Scheduler:
                         callback, entry._callback = entry._callback, None
                         self._live -= 1
                         break
-                    self._cond.wait(delay)
+                    # an infinite or huge timeout is "no deadline yet": wait in steps the
+                    # platform can represent (beyond that, Condition.wait raises OverflowError)
+                    self._cond.wait(min(delay, _LONGEST_WAIT))
             try:
                 assert callback is not None
                 callback()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import logging
+import math
 import threading
 import time
 
@@ -470,6 +471,24 @@ def test_scheduler_runs_in_deadline_order_and_survives_failures(caplog):
         assert done.wait(5), f"deadlines did not all run: {order}"
     assert order == [1, 2, 3]
     assert any("deadline callback failed" in r.getMessage() for r in caplog.records)
+    wait_until(lambda: not deadlines.scheduler_thread_alive(), message="scheduler did not exit")
+
+
+@pytest.mark.parametrize("far", [math.inf, 1e300])
+def test_an_infinite_or_huge_delay_does_not_stop_the_scheduler(far):
+    # before the fix the scheduler thread died of OverflowError in Condition.wait(inf), and
+    # every later deadline (call timeouts too) never fired
+    never = threading.Event()
+    marker = threading.Event()
+    entry = deadlines.schedule(far, never.set)
+    deadlines.schedule(0.02, marker.set)
+    assert marker.wait(5), "a deadline scheduled after an infinite one did not run"
+    assert entry.active and not never.is_set()
+    entry.cancel()
+    wait_until(lambda: not deadlines.scheduler_thread_alive(), message="scheduler did not exit")
+    token = CancelToken.with_timeout(math.inf)
+    assert not token.wait(0.01) and not token.cancelled
+    token.cancel()
     wait_until(lambda: not deadlines.scheduler_thread_alive(), message="scheduler did not exit")
 
 
