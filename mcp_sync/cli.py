@@ -110,8 +110,9 @@ def _spawn(command: list[str], verbose: bool) -> Any:
     from .transports.subprocess import SubprocessTransport
 
     try:
-        # without -v the server's stderr is kept (its last lines), to explain a failed start
-        return SubprocessTransport(command, stderr="inherit" if verbose else "capture", close_grace=CLOSE_GRACE)
+        # without -v the server's stderr is not shown; the transport keeps its end
+        # (ServerExited.stderr_tail), to explain a failed start
+        return SubprocessTransport(command, stderr="inherit" if verbose else "discard", close_grace=CLOSE_GRACE)
     except OSError as exc:
         raise CommandError(f"cannot start {command[0]!r}: {exc.strerror or exc}") from None
 
@@ -146,7 +147,7 @@ def _open(options: argparse.Namespace, command: list[str]) -> Client:
         if isinstance(exc, KeyboardInterrupt):
             raise CommandInterrupted("interrupted during the handshake") from None
         if isinstance(exc, ConnectionClosed):
-            raise CommandError(_failed_start(exc, transport, captured=not options.verbose)) from None
+            raise CommandError(_failed_start(exc, captured=not options.verbose)) from None
         raise
     return client
 
@@ -155,22 +156,18 @@ STDERR_TAIL = 5
 """Lines of a server's stderr shown when it fails during the handshake."""
 
 
-def _failed_start(exc: ConnectionClosed, transport: Any, *, captured: bool) -> str:
+def _failed_start(exc: ConnectionClosed, *, captured: bool) -> str:
     """What to say when a spawned server closed the connection during the handshake
     (``captured``: its stderr was kept, not shown)."""
-    # a ServerExited already quotes status and stderr: said below, in this command's format
-    text = f"{'the peer closed the connection' if isinstance(exc, ServerExited) else exc} during the handshake"
-    status = transport.process.poll()
-    if status is not None and "exit" not in text:
-        text += f" (the server exited with status {status})"
-    tail = [line for line in list(transport.stderr_lines)[-STDERR_TAIL:] if line.strip() and line not in text]
+    if not isinstance(exc, ServerExited):
+        return f"{exc} during the handshake"
+    text = f"{exc.what} during the handshake"
+    tail = [line for line in exc.stderr_tail.splitlines()[-STDERR_TAIL:] if line.strip()]
+    if not captured:
+        return text + " (its stderr is above)"
     if tail:
-        text += "; the end of its stderr:\n" + "\n".join(f"  {line}" for line in tail)
-    elif captured and not transport.stderr_lines and status is not None:
-        text += "; it wrote nothing on stderr"
-    elif not captured:
-        text += " (its stderr is above)"
-    return text
+        return text + "; the end of its stderr:\n" + "\n".join(f"  {line}" for line in tail)
+    return text + " (it wrote nothing on stderr)"
 
 
 class CommandInterrupted(Exception):

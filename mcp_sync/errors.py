@@ -65,12 +65,22 @@ class ServerExited(ConnectionClosed):
     Attributes:
         returncode: the exit status, negative for a signal, ``None`` if it had not exited.
         stderr_tail: the last few KiB it wrote to stderr (may be empty).
+        what: the message without the stderr, e.g. "the server process 42 exited with
+            status 3" (for callers that show the stderr their own way).
     """
 
-    def __init__(self, message: str = "the server process exited", *, returncode: int | None = None, stderr_tail: str = "") -> None:
+    def __init__(
+        self,
+        message: str = "the server process exited",
+        *,
+        returncode: int | None = None,
+        stderr_tail: str = "",
+        what: str | None = None,
+    ) -> None:
         super().__init__(message)
         self.returncode = returncode
         self.stderr_tail = stderr_tail
+        self.what = message if what is None else what
 
 
 class RequestTimeout(TimeoutError):

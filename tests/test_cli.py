@@ -292,8 +292,15 @@ def test_a_server_command_that_does_not_exist() -> None:
 def test_a_server_that_exits_at_once_shows_its_status_and_the_end_of_its_stderr() -> None:
     crash = [PYTHON, "-c", "import sys; sys.stderr.write('starting\\nno config file found\\n'); sys.exit(3)"]
     result = mcp_sync("tools", "--", *crash)
-    assert_one_line_error(result, 1, "mcp-sync: the peer closed the connection during the handshake")
-    assert "(the server exited with status 3); the end of its stderr:\n  starting\n  no config file found\n" in result.stderr, result.describe()
+    # the status and the stderr come from the library's ServerExited, shown in the command's format
+    assert_one_line_error(result, 1, " exited with status 3 during the handshake; the end of its stderr:\n")
+    assert re.fullmatch(
+        r"mcp-sync: the server process \d+ exited with status 3 during the handshake; the end of its stderr:\n"
+        r"  starting\n  no config file found\n",
+        result.stderr,
+    ), result.describe()
+    killed = mcp_sync("tools", "--", PYTHON, "-c", "import os, signal; os.kill(os.getpid(), signal.SIGKILL)")
+    assert_one_line_error(killed, 1, " was killed by signal SIGKILL during the handshake (it wrote nothing on stderr)")
     shown = mcp_sync("tools", "-v", "--", *crash)  # -v: the server's stderr went to ours as it came
     assert shown.code == 1 and shown.stderr.startswith("starting\nno config file found\n"), shown.describe()
     assert shown.stderr.rstrip().endswith("(its stderr is above)"), shown.describe()

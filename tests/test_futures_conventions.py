@@ -138,6 +138,20 @@ def test_a_server_that_logs_a_lot_keeps_flowing_and_the_tail_is_bounded(capfd):
     assert forwarded.count("log line ") == 16384, "stderr was not copied through whole"
 
 
+def test_writing_to_a_server_that_has_exited_raises_server_exited():
+    # before, a write that lost the race with the reader failed with a bare "Broken pipe"
+    transport = SubprocessTransport(_python("import sys; sys.stderr.write('bad flag\\n'); sys.exit(5)"), stderr="discard")
+    try:
+        transport.process.wait(20)
+        with pytest.raises(ServerExited) as info:
+            transport.write(b"{}\n" * 100_000)  # more than a pipe holds: the write must fail
+        assert info.value.returncode == 5 and info.value.stderr_tail == "bad flag"
+        assert info.value.what == f"the server process {transport.pid} exited with status 5"
+        assert str(info.value) == f"{info.value.what}; the end of its stderr:\nbad flag"
+    finally:
+        transport.close()
+
+
 def test_a_server_that_exits_later_fails_pending_calls_with_server_exited():
     code = (
         "import json, sys\n"

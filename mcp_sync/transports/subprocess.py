@@ -161,7 +161,7 @@ class SubprocessTransport:
             what = f"the server process {self.process.pid} exited with status {code}"
         tail = self.stderr_tail.rstrip()
         message = f"{what}; the end of its stderr:\n{tail}" if tail else f"{what} (it wrote nothing to stderr)"
-        return ServerExited(message, returncode=code, stderr_tail=tail)
+        return ServerExited(message, returncode=code, stderr_tail=tail, what=what)
 
     def write(self, data: bytes) -> None:
         """Write one line to the child's stdin."""
@@ -170,8 +170,11 @@ class SubprocessTransport:
                 raise BrokenPipeError("subprocess transport is closed")
             # unbuffered (raw) file: write() may write only part of the data
             view = memoryview(data)
-            while view:
-                view = view[self._stdin.write(view) :]
+            try:
+                while view:
+                    view = view[self._stdin.write(view) :]
+            except BrokenPipeError as exc:  # the child is gone: say how it ended, as read_line does
+                raise self._exited() from exc
 
     def _pump_stderr(self, reader: FdLineReader) -> None:
         stream = self.process.stderr
