@@ -6,6 +6,8 @@ Before the change there was no such hook: these tests could not be written.
 
 from __future__ import annotations
 
+import contextlib
+import sys
 import threading
 from typing import Any
 
@@ -82,3 +84,62 @@ def test_client_on_cancelled_sees_the_server_cancelling_its_request():
             client.close()
     finally:
         fake.close()
+
+
+# -- over real transports: a spawned stdio server, and Streamable HTTP ----------------------------
+# A tool that asks the client for its roots; cancelling the tool call makes the server cancel
+# that nested request: the server's observer sees the client's cancel, the client's sees the
+# server's. The stdio server reports what its observer saw on stderr.
+NESTED_SERVER = """
+import sys
+from mcp_sync import Context, Server
+
+def observed(request_id, reason):
+    sys.stderr.write(f"observed {request_id!r} {reason!r}\\n")
+    sys.stderr.flush()
+
+server = Server("observed", on_cancelled=observed)
+
+@server.tool()
+def ask(ctx: Context) -> str:
+    ctx.session.list_roots()
+    return "answered"
+
+server.run()
+"""
+
+
+class BlockingRoots:
+    """A client ``roots`` provider that blocks until released (the server cancels it first)."""
+
+    def __init__(self) -> None:
+        self.asked = threading.Event()
+        self.release = threading.Event()
+
+    def __call__(self) -> list[Any]:
+        self.asked.set()
+        assert self.release.wait(WAIT), "the test never released the roots request"
+        return []
+
+
+def test_both_observers_over_a_spawned_stdio_server():
+    client_seen = Observed()
+    server_lines: list[str] = []
+    server_saw = threading.Event()
+
+    def on_stderr(line: str) -> None:
+        server_lines.append(line)
+        if line.startswith("observed"):
+            server_saw.set()
+
+    roots = BlockingRoots()
+    with Client.stdio([sys.executable, "-c", NESTED_SERVER], stderr=on_stderr, roots=roots,
+                      on_cancelled=client_seen, init_timeout=20) as client, contextlib.ExitStack() as stack:
+        stack.callback(roots.release.set)  # before close(), which waits for the roots handler
+        pending = client.call_tool_future("ask")
+        assert roots.asked.wait(WAIT), "the server did not ask for roots"
+        pending.cancel("user stop")
+        assert server_saw.wait(WAIT), f"the server's observer saw nothing; its stderr: {server_lines}"
+        assert f"observed {pending.request_id!r} 'user stop'" in server_lines
+        ((_, reason, thread),) = client_seen.wait_for(1)
+        assert reason and thread.endswith("-callbacks"), client_seen.seen

@@ -1,0 +1,56 @@
+"""``on_cancelled`` over Streamable HTTP: the server's observer sees the client's cancel (a
+POST), and the client's sees the server cancelling the request it had sent the client."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any, Callable
+
+from http_support import WAIT
+from mcp_sync import Client, Context, Server
+from mcp_sync.http_server import HttpServerHandle
+
+
+class Observed:
+    def __init__(self) -> None:
+        self.seen: list[tuple[Any, Any]] = []
+        self.changed = threading.Condition()
+
+    def __call__(self, request_id: Any, reason: Any) -> None:
+        with self.changed:
+            self.seen.append((request_id, reason))
+            self.changed.notify_all()
+
+    def wait_for(self, count: int) -> list[tuple[Any, Any]]:
+        with self.changed:
+            assert self.changed.wait_for(lambda: len(self.seen) >= count, WAIT), f"saw only {self.seen}"
+            return list(self.seen)
+
+
+def test_both_observers_see_the_cancellations_over_http(serve: Callable[..., HttpServerHandle]) -> None:
+    server_seen, client_seen = Observed(), Observed()
+    server = Server("observed", on_cancelled=server_seen)
+    asked, release = threading.Event(), threading.Event()
+
+    @server.tool()
+    def ask(ctx: Context) -> str:
+        ctx.session.list_roots()  # cancelled on the wire when this call is
+        return "answered"
+
+    def roots() -> list[Any]:
+        asked.set()
+        assert release.wait(WAIT), "the test never released the roots request"
+        return []
+
+    handle = serve(server)
+    try:
+        with Client.http(handle.url, roots=roots, on_cancelled=client_seen) as client:
+            pending = client.call_tool_future("ask")
+            assert asked.wait(WAIT), "the server did not ask for roots"
+            pending.cancel("user stop")
+            assert server_seen.wait_for(1) == [(pending.request_id, "user stop")]
+            ((_, reason),) = client_seen.wait_for(1)
+            assert reason, client_seen.seen
+            release.set()  # before close(), which waits for the roots handler
+    finally:
+        release.set()
