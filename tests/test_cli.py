@@ -314,6 +314,37 @@ def test_an_unreachable_url_is_one_line() -> None:
     assert len(result.stderr.strip().splitlines()) == 1 and "127.0.0.1:9" in result.stderr, result.describe()
 
 
+def test_a_url_that_is_not_an_mcp_endpoint_is_one_line() -> None:
+    """A web server's HTML error page (the usual answer at a wrong path) is quoted in one line."""
+    if importlib.util.find_spec("httpx") is None:
+        pytest.skip("the http extra (httpx) is not installed")
+    import http.server
+
+    class NotHere(http.server.BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            page = b"<!DOCTYPE html>\n<html>\n  <body>\n    <h1>Not Found</h1>\n  </body>\n</html>\n"
+            self.send_response(404)
+            self.send_header("Content-Type", "text/html")
+            self.send_header("Content-Length", str(len(page)))
+            self.end_headers()
+            self.wfile.write(page)
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    web = http.server.ThreadingHTTPServer(("127.0.0.1", 0), NotHere)
+    thread = threading.Thread(target=web.serve_forever, name="not-mcp-web-server")
+    thread.start()
+    try:
+        result = mcp_sync("tools", "--url", f"http://127.0.0.1:{web.server_port}/wrong", "--timeout", "10")
+    finally:
+        web.shutdown()
+        web.server_close()
+        thread.join(LIMIT)
+    assert_one_line_error(result, 1, "HTTP 404 from http://127.0.0.1:")
+    assert result.stderr.count("\n") == 1 and "<h1>Not Found</h1>" in result.stderr, result.describe()
+
+
 def test_trace_prints_the_json_rpc_traffic_on_stderr() -> None:
     result = mcp_sync("ping", "--trace", "--", *DEMO_SERVER)
     assert result.code == 0, result.describe()

@@ -715,7 +715,8 @@ def _read_some(response: Any, limit: int) -> bytes:
 
 
 def _detail(prefix: str, body: bytes) -> str:
-    detail = body.decode("utf-8", "replace")[:200].strip()
+    # one line: an error page (HTML from a web server at the wrong URL) is many
+    detail = " ".join(body.decode("utf-8", "replace")[:200].split())
     return f"{prefix}: {detail}" if detail else prefix
 
 
