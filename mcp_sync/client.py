@@ -43,7 +43,10 @@ if TYPE_CHECKING:  # pragma: no cover
 
     from .transports.http_client import ReconnectPolicy
 
-__all__ = ["Client", "RequestHandlerFn"]
+__all__ = ["Client", "RequestHandlerFn", "INIT_TIMEOUT"]
+
+INIT_TIMEOUT = 30.0
+"""Default longest wait, in seconds, for the ``initialize`` handshake (``init_timeout``)."""
 
 _log = logging.getLogger("mcp_sync.client")
 
@@ -146,7 +149,7 @@ class Client(Session):
 
     # -- construction -------------------------------------------------------------------------
     @classmethod
-    def connect(cls, transport: Transport, *, init_timeout: float | None = 30.0, **options: Any) -> Client:
+    def connect(cls, transport: Transport, *, init_timeout: float | None = INIT_TIMEOUT, **options: Any) -> Client:
         """Start a client on ``transport`` and run the ``initialize`` handshake."""
         client = cls(transport, **options)
         client.endpoint.start()
@@ -236,6 +239,7 @@ class Client(Session):
             auth=auth,
             http_client=http_client,
             connect_timeout=connect_timeout,
+            handshake_timeout=options.get("init_timeout", INIT_TIMEOUT),  # initialize is POSTed in this thread
             reconnect=reconnect,
             open_get_stream=open_get_stream,
             **{name: value for name, value in limits.items() if value is not None},
@@ -270,7 +274,7 @@ class Client(Session):
             caps["elicitation"] = {"form": {}, "url": {}}
         return caps
 
-    def initialize(self, *, timeout: float | None = 30.0) -> mcp_types.InitializeResult:
+    def initialize(self, *, timeout: float | None = INIT_TIMEOUT) -> mcp_types.InitializeResult:
         """Run the handshake (done for you by :meth:`connect` and :meth:`stdio`).
 
         ``initialize`` is never cancelled on the wire: a timeout only stops waiting.

@@ -208,6 +208,20 @@ def test_timeout_covers_the_handshake() -> None:
     assert result.seconds < 10, f"took {result.seconds:.1f} s: the handshake ignored --timeout\n{result.describe()}"
 
 
+def test_timeout_covers_the_handshake_over_http() -> None:
+    """A URL whose server accepts connections but never answers: the same bound."""
+    if importlib.util.find_spec("httpx") is None:
+        pytest.skip("the http extra (httpx) is not installed")
+    import socket
+
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(4)  # connections complete in the kernel; nobody reads them
+        result = mcp_sync("tools", "--timeout", "2", "--url", f"http://127.0.0.1:{listener.getsockname()[1]}/mcp")
+    assert_one_line_error(result, 124, "mcp-sync: the server did not complete the handshake within 2 s")
+    assert result.seconds < 10, f"took {result.seconds:.1f} s: the handshake ignored --timeout\n{result.describe()}"
+
+
 def test_call_ctrl_c_exits_130_and_says_the_cancellation_was_sent() -> None:
     with Proc([*MCP_SYNC, "call", "slow", '{"seconds": 30}', "--", *DEMO_SERVER]) as proc:
         proc.wait_for("stderr", "step 1 of", LIMIT)  # the server is running the tool

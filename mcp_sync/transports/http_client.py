@@ -47,7 +47,7 @@ import threading
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
-from ..errors import ConnectionClosed, McpError
+from ..errors import ConnectionClosed, McpError, RequestTimeout
 from ..jsonrpc import ErrorResponse, InvalidMessage, Response, decode, id_key, is_valid_id
 from .sse import Oversize, SseParser
 
@@ -179,6 +179,10 @@ class HttpClientTransport:
             (calls have ``timeout=``). Without it the transport makes its own, which for an
             ``http://`` URL loads no certificate bundle.
         connect_timeout: seconds to establish a connection (own client only).
+        handshake_timeout: longest silence, in seconds, while waiting for the answer to
+            ``initialize`` (which is POSTed in the caller's thread); then that call fails
+            with :class:`~mcp_sync.errors.RequestTimeout`. ``None``: no limit.
+            :meth:`Client.http <mcp_sync.client.Client.http>` passes its ``init_timeout``.
         reconnect: how SSE streams are reopened (:class:`ReconnectPolicy`).
         open_get_stream: open the GET stream for server-initiated messages after the
             handshake. :meth:`Client.http <mcp_sync.client.Client.http>` opens it only for a
@@ -195,6 +199,7 @@ class HttpClientTransport:
         auth: Any = None,
         http_client: Any = None,
         connect_timeout: float = 10.0,
+        handshake_timeout: float | None = None,
         reconnect: ReconnectPolicy | None = None,
         open_get_stream: bool = True,
         max_event_bytes: int = MAX_EVENT_BYTES,
@@ -221,6 +226,7 @@ class HttpClientTransport:
             self._owns_client = False
         base = self._client.timeout
         self._timeout = httpx.Timeout(connect=base.connect, read=None, write=base.write, pool=base.pool)
+        self._handshake_timeout = handshake_timeout
         self._reconnect = reconnect or ReconnectPolicy()
         self._open_get = open_get_stream
         self._max_event_bytes = max_event_bytes
@@ -275,7 +281,8 @@ class HttpClientTransport:
         method = message.get("method") if isinstance(message, dict) else None
         is_request = method is not None and "id" in message
         if method in ("initialize", "notifications/initialized"):
-            self._post(data, message, is_request, stream_inline=False)
+            read = self._handshake_timeout if method == "initialize" else None
+            self._post(data, message, is_request, stream_inline=False, read_timeout=read)
             if method == "notifications/initialized" and self._start_get_stream():
                 self._get_answered.wait(GET_STREAM_READY_WAIT)
             return
@@ -300,24 +307,46 @@ class HttpClientTransport:
                 self._sender.start()
         self._outgoing.put((data, message))
 
-    def _send(self, method: str, headers: dict[str, str], content: bytes | None = None, trace: _SendTrace | None = None) -> Any:
-        """Send one HTTP request with the auth and per-request timeouts; the streaming
-        response (raises httpx errors)."""
+    def _send(
+        self,
+        method: str,
+        headers: dict[str, str],
+        content: bytes | None = None,
+        trace: _SendTrace | None = None,
+        read_timeout: float | None = None,
+    ) -> Any:
+        """Send one HTTP request with the auth and per-request timeouts (reads wait without
+        limit unless ``read_timeout``); the streaming response (raises httpx errors)."""
         extensions = {"trace": trace} if trace is not None else None
+        base = self._timeout
+        timeout = base if read_timeout is None else _httpx().Timeout(connect=base.connect, read=read_timeout, write=base.write, pool=base.pool)
         request = self._client.build_request(
-            method, self.url, content=content, headers={**self._headers, **headers}, timeout=self._timeout, extensions=extensions
+            method, self.url, content=content, headers={**self._headers, **headers}, timeout=timeout, extensions=extensions
         )
         return self._client.send(request, stream=True, auth=self._auth)
 
-    def _post(self, data: bytes, message: Any, is_request: bool, *, stream_inline: bool, written: threading.Event | None = None) -> None:
+    def _post(
+        self,
+        data: bytes,
+        message: Any,
+        is_request: bool,
+        *,
+        stream_inline: bool,
+        written: threading.Event | None = None,
+        read_timeout: float | None = None,
+    ) -> None:
         """POST one message and route its answer (JSON body or SSE stream) to the inbox."""
         httpx = _httpx()
         request_id = message.get("id") if is_request else None
         trace = _SendTrace(written)
         try:
             try:
-                response = self._send("POST", self._request_headers(), data.rstrip(b"\n"), trace)
+                response = self._send("POST", self._request_headers(), data.rstrip(b"\n"), trace, read_timeout)
             except httpx.HTTPError as exc:
+                if is_request and read_timeout is not None and isinstance(exc, httpx.ReadTimeout):
+                    method = message.get("method")
+                    self._fail_one(request_id, RequestTimeout(f"{method}: no answer from {self.url} within {read_timeout:g} s"))
+                    return
                 if is_request and not trace.body_sent and (trace.traced or isinstance(exc, httpx.ConnectError)):
                     # the server cannot have read it: fail this call only
                     failure = RequestNotSent(f"HTTP POST to {self.url} failed: {exc} ({message.get('method')} did not reach the server)")

@@ -208,3 +208,33 @@ def test_a_4xx_without_jsonrpc_fails_that_call_with_http_error(refusing):
         assert info.value.status == 413 and "too big!" in str(info.value)
         assert not client.closed
         assert client.call_tool("echo", {"text": "fine"}, timeout=WAIT).content[0].text == "fine"
+
+
+def test_init_timeout_bounds_a_server_that_accepts_but_never_answers():
+    """``initialize`` is POSTed in the caller's thread; it used to wait for the answer's
+    headers without limit, so ``init_timeout`` (and ``mcp-sync --timeout``) never fired."""
+    import socket
+
+    from mcp_sync import RequestTimeout
+
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(4)  # connections complete in the kernel; nobody reads them
+    outcome: list[BaseException] = []
+    done = threading.Event()
+
+    def connect() -> None:
+        try:
+            Client.http(f"http://127.0.0.1:{listener.getsockname()[1]}/mcp", init_timeout=0.5).close()
+        except BaseException as exc:
+            outcome.append(exc)
+        done.set()
+
+    thread = threading.Thread(target=connect, name="connecting-client")
+    thread.start()
+    try:
+        assert done.wait(WAIT), "Client.http ignored init_timeout while the server stayed silent"
+    finally:
+        listener.close()  # resets the silent connection: a stuck client gets an error and ends
+        thread.join(WAIT)
+    assert len(outcome) == 1 and isinstance(outcome[0], RequestTimeout), outcome
