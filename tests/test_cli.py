@@ -328,6 +328,36 @@ def test_an_unreachable_url_is_one_line() -> None:
     assert len(result.stderr.strip().splitlines()) == 1 and "127.0.0.1:9" in result.stderr, result.describe()
 
 
+def test_every_header_option_is_sent_with_every_request() -> None:
+    """``--header`` is repeatable: each one goes with every HTTP request of the command."""
+    if importlib.util.find_spec("httpx") is None:
+        pytest.skip("the http extra (httpx) is not installed")
+    from mcp_sync import Server
+    from mcp_sync.http_server import serve_http
+
+    server = Server("headers")
+
+    @server.tool()
+    def hello() -> str:
+        return "hi"
+
+    app = server.wsgi_app(path="/mcp")
+    seen: list[tuple[str, str | None, str | None]] = []
+
+    def recording(environ: dict[str, Any], start_response: Any) -> Any:
+        seen.append((environ["REQUEST_METHOD"], environ.get("HTTP_AUTHORIZATION"), environ.get("HTTP_X_TEAM")))
+        return app(environ, start_response)
+
+    handle = serve_http(recording, "127.0.0.1", 0)
+    try:
+        result = mcp_sync("call", "hello", "--url", handle.url, "-H", "Authorization: Bearer T0KEN", "--header", "X-Team:blue")
+    finally:
+        handle.stop()
+        app.close()
+    assert result.code == 0 and result.stdout == "hi\n", result.describe()
+    assert len(seen) >= 3 and all((auth, team) == ("Bearer T0KEN", "blue") for _, auth, team in seen), seen  # initialize, initialized, call, DELETE
+
+
 def test_a_url_that_is_not_an_mcp_endpoint_is_one_line() -> None:
     """A web server's HTML error page (the usual answer at a wrong path) is quoted in one line."""
     if importlib.util.find_spec("httpx") is None:
