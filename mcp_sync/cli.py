@@ -41,6 +41,7 @@ from .cli_parser import (
     EXIT_USAGE,
     CommandError,
     UsageError,
+    double_dash_hint,
     parse_args,
 )
 from .cli_serve import cmd_serve
@@ -398,7 +399,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return int(run(options, command))
     except UsageError as exc:
-        print(f"mcp-sync {options.subcommand}: error: {exc}", file=sys.stderr)
+        hint = ""
+        usage = getattr(options, "usage", None)
+        if usage and not command and not getattr(options, "url", None) and "name a server" not in str(exc):
+            hint = "\n" + double_dash_hint(usage)  # its words were likely taken for arguments
+        print(f"mcp-sync {options.subcommand}: error: {exc}{hint}", file=sys.stderr)
         return EXIT_USAGE
     except RequestTimeout as exc:
         print(f"mcp-sync: {exc}", file=sys.stderr)

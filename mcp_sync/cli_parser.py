@@ -23,6 +23,7 @@ __all__ = [
     "EXIT_CODES",
     "UsageError",
     "CommandError",
+    "double_dash_hint",
     "build_parser",
     "parse_args",
 ]
@@ -64,6 +65,13 @@ class CommandError(Exception):
 
 
 # -- parsing ---------------------------------------------------------------------------------
+def double_dash_hint(usage: str) -> str:
+    """The hint for a server command given without ``--``; ``usage`` is the subcommand's
+    first usage line (``mcp-sync call TOOL [JSON] [options] -- COMMAND [ARGS...]``)."""
+    words = usage.split(" -- ", 1)[0].replace(" [options]", "")
+    return f"hint: put the server's command after --, for example: {words} -- python server.py"
+
+
 class _Parser(argparse.ArgumentParser):
     """Exits with :data:`EXIT_USAGE` and, for commands that talk to a server, points at
     ``--`` when the server's command was given without it."""
@@ -74,7 +82,7 @@ class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
         hint = ""
         if self.takes_server and not self.command_given and "unrecognized arguments" in message:
-            hint = f"\nhint: put the server's command after --, for example: {self.prog} -- python server.py"
+            hint = "\n" + double_dash_hint(self.usage or "")
         self.print_usage(sys.stderr)
         self.exit(EXIT_USAGE, f"{self.prog}: error: {message}{hint}\n")
 
@@ -273,4 +281,5 @@ def parse_args(argv: Sequence[str]) -> tuple[argparse.Namespace, list[str]]:
     chosen.command_given = bool(command)
     options = chosen.parse_intermixed_args(ours[1:])
     options.subcommand = ours[0]
+    options.usage = chosen.usage if chosen.takes_server else None
     return options, command

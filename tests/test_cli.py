@@ -253,6 +253,21 @@ def test_a_missing_double_dash_gets_a_hint() -> None:
     assert_one_line_error(result, 2, "hint: put the server's command after --, for example: mcp-sync tools -- python server.py")
 
 
+@pytest.mark.parametrize(
+    ("argv", "example"),
+    [
+        (["call", "slow", "python", "server.py"], "mcp-sync call TOOL [JSON] -- python server.py"),
+        (["call", "slow", "my-server"], "mcp-sync call TOOL [JSON] -- python server.py"),  # taken for the JSON
+        (["prompt", "greet", "my-server"], "mcp-sync prompt NAME [ARGS...] -- python server.py"),
+        (["read", "memo://x", "python", "server.py"], "mcp-sync read URI -- python server.py"),
+    ],
+)
+def test_the_hint_for_a_missing_double_dash_keeps_the_commands_arguments(argv: list[str], example: str) -> None:
+    """The hint's example must work when followed (it said 'mcp-sync call -- python server.py',
+    without the tool), also when the server's words were taken for the command's own arguments."""
+    assert_one_line_error(mcp_sync(*argv), 2, f"hint: put the server's command after --, for example: {example}\n")
+
+
 def test_a_missing_server_is_a_usage_error_showing_both_forms() -> None:
     result = mcp_sync("ping")
     assert_one_line_error(result, 2, "name a server: mcp-sync ping [options] -- COMMAND [ARGS...]  or  mcp-sync ping [options] --url URL")
