@@ -70,6 +70,10 @@ def cmd_serve(options: argparse.Namespace, command: list[str]) -> int:
             raise UsageError(f"{', '.join(given)} only apply with --http")
     if options.threads is not None and options.threads < 1:
         raise UsageError(f"--threads must be at least 1, not {options.threads}")
+    if options.port is not None and not 0 <= options.port <= 65535:
+        raise UsageError(f"--port must be from 0 to 65535 (0 picks a free one), not {options.port}")
+    if options.path is not None and not options.path.startswith("/"):
+        raise UsageError(f"--path must start with /, e.g. /mcp, not {options.path!r}")
     server = load_server(options.server)
     if options.threads is not None:
         server.max_workers = options.threads

@@ -493,6 +493,21 @@ def test_serve_http_options_need_http() -> None:
     assert_one_line_error(mcp_sync("serve", "mcp_sync.demo:server", "--path", "/x"), 2, "--path only apply with --http")
 
 
+@pytest.mark.parametrize(
+    ("option", "message"),
+    [
+        (["--port", "70000"], "--port must be from 0 to 65535 (0 picks a free one), not 70000"),
+        (["--port", "-1"], "--port must be from 0 to 65535 (0 picks a free one), not -1"),
+        (["--path", "mcp"], "--path must start with /, e.g. /mcp, not 'mcp'"),
+    ],
+)
+def test_serve_rejects_a_bad_port_or_path_in_one_line(option: list[str], message: str) -> None:
+    """A port out of range was an OverflowError traceback from bind(); a path without its
+    leading / served at an address like http://127.0.0.1:8000mcp."""
+    result = mcp_sync("serve", "mcp_sync.demo:server", "--http", *option, limit=10)
+    assert_one_line_error(result, 2, f"mcp-sync serve: error: {message}")
+
+
 def test_serve_http_and_url_clients() -> None:
     """``serve --http`` with ``--path`` and ``--allowed-origin`` on a free port; ``ping``,
     ``call`` and ``call --timeout`` by ``--url``, with ``--header``; Ctrl-C stops the server."""
