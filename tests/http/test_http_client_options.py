@@ -77,9 +77,7 @@ def test_a_user_supplied_httpx_client_is_used_and_left_open(probe, serve):
             with pytest.raises(TimeoutError):
                 future.result(0.3)  # this wait's own timeout: the call goes on
             probe.release("long")
-            result = future.result(WAIT)  # a raw dict or a CallToolResult, whichever futures give
-            text = result["content"][0]["text"] if isinstance(result, dict) else result.content[0].text
-            assert text == "long: released"
+            assert future.result(WAIT).content[0].text == "long: released"
         # every request went through it, and no stream broke (a broken one is resumed by a GET)
         assert seen and set(seen) == {"POST 1", "DELETE 1"}, seen
         assert not http.is_closed
