@@ -551,7 +551,8 @@ class HttpClientTransport:
 
     def _consume(self, response: Any, parser: SseParser, answer_to: Any = None) -> bool | Oversize:
         """Feed one SSE response into the inbox. True if it ended normally and, when
-        ``answer_to`` is a request id, carried the answer to that request; the
+        ``answer_to`` is a request id, carried the answer to that request (or broke after
+        it); the
         :class:`~mcp_sync.transports.sse.Oversize` marker when an event passed
         ``max_event_bytes`` on a request's stream, or on the GET stream when the event's id
         is known (the stream is then abandoned; otherwise the event is skipped)."""
@@ -574,7 +575,9 @@ class HttpClientTransport:
                         self._deliver(data)
             return answered
         except Exception:
-            return False
+            # a request's stream that broke after its answer lost nothing (the initialize
+            # POST's stream can end so, by its read timeout); the GET stream is reopened
+            return answer_to is not None and answered
         finally:
             with self._lock:
                 self._responses.discard(response)

@@ -17,6 +17,7 @@ import json
 import socket
 import struct
 import threading
+import time
 from typing import Any, Callable, Iterator
 
 import pytest
@@ -338,12 +339,15 @@ class RawServer:
     """A loopback HTTP server on raw sockets (a thread per connection) that speaks just
     enough Streamable HTTP, and treats a POST with a body over 1 MiB specially: it reads
     the headers, sets ``big_headers``, and then either waits for ``release`` and reads the
-    body (``reset=False``) or resets the connection with the body half sent (``reset=True``)."""
+    body (``reset=False``) or resets the connection with the body half sent (``reset=True``).
+    With ``hold_init_stream=True`` it answers ``initialize`` on an SSE stream that it keeps
+    open, silent, until the test ends."""
 
     INIT = {"protocolVersion": "2025-11-25", "capabilities": {"tools": {}}, "serverInfo": {"name": "raw", "version": "0"}}
 
-    def __init__(self, *, reset: bool = False) -> None:
+    def __init__(self, *, reset: bool = False, hold_init_stream: bool = False) -> None:
         self.reset = reset
+        self.hold_init_stream = hold_init_stream
         self.listener = socket.socket()
         self.listener.bind(("127.0.0.1", 0))
         self.listener.listen(16)
@@ -413,7 +417,15 @@ class RawServer:
             body += conn.recv(65536)
         message = json.loads(body or b"null")
         json_type = "Content-Type: application/json\r\n"
-        if head.startswith(b"POST") and message.get("method") == "initialize":
+        if head.startswith(b"POST") and message.get("method") == "initialize" and self.hold_init_stream:
+            event = json.dumps({"jsonrpc": "2.0", "id": message["id"], "result": self.INIT})
+            conn.sendall(
+                b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nMcp-Session-Id: s1\r\nConnection: close\r\n\r\n"
+                + f"event: message\ndata: {event}\n\n".encode()
+            )
+            self.release.wait(WAIT * 2)  # the stream stays open (the body ends when it closes)
+            conn.close()
+        elif head.startswith(b"POST") and message.get("method") == "initialize":
             answer = json.dumps({"jsonrpc": "2.0", "id": message["id"], "result": self.INIT}).encode()
             self._reply(conn, "200 OK", answer, json_type + "Mcp-Session-Id: s1\r\n")
         elif head.startswith(b"POST") and "id" in message:
@@ -440,6 +452,19 @@ def test_a_cancellation_is_not_sent_before_its_request_body_is_written():
         assert not server.cancel_seen.wait(0.5), "the cancel went out before its request's body"
         server.release.set()
         assert server.cancel_seen.wait(WAIT), "the cancel did not follow the written body"
+
+
+def test_an_initialize_stream_kept_open_after_its_answer_outlives_init_timeout():
+    """The handshake's read timeout (``init_timeout``) also applies to the rest of the
+    initialize POST's stream: when it fires after the answer came, nothing is lost, so the
+    connection goes on (it used to be failed as 'the answer stream ... broke')."""
+    with RawServer(hold_init_stream=True) as server, Client.http(server.url, open_get_stream=False, init_timeout=0.3) as client:
+        end = time.monotonic() + WAIT
+        while any(t.name.startswith("mcp_sync-http-stream-") for t in threading.enumerate()):
+            assert time.monotonic() < end, "the initialize stream's read timeout never fired"
+            threading.Event().wait(0.02)
+        assert not client.closed, "the connection was failed after the handshake had succeeded"
+        assert client.call_tool("small", {}, timeout=WAIT).content[0].text == "small"
 
 
 def test_a_request_reset_while_its_body_was_being_sent_fails_that_call_only():
