@@ -90,10 +90,11 @@ def cmd_serve(options: argparse.Namespace, command: list[str]) -> int:
     except OSError as exc:
         app.close()
         raise CommandError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
-    print(f"mcp_sync: serving {server.name} at {handle.url}", file=sys.stderr, flush=True)
     in_main = threading.current_thread() is threading.main_thread()
     previous = signal.signal(signal.SIGTERM, _stop_on_sigterm) if in_main else None
     try:
+        # said only once a Ctrl-C or SIGTERM is a clean stop (a client may stop us at once)
+        print(f"mcp_sync: serving {server.name} at {handle.url}", file=sys.stderr, flush=True)
         handle.serve_forever()
     except KeyboardInterrupt:
         pass
