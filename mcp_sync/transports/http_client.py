@@ -181,7 +181,8 @@ class HttpClientTransport:
         connect_timeout: seconds to establish a connection (own client only).
         handshake_timeout: longest silence, in seconds, while waiting for the answer to
             ``initialize`` (which is POSTed in the caller's thread); then that call fails
-            with :class:`~mcp_sync.errors.RequestTimeout`. ``None``: no limit.
+            with :class:`~mcp_sync.errors.RequestTimeout`. ``None`` (or more than a day,
+            ``math.inf`` say): no limit.
             :meth:`Client.http <mcp_sync.client.Client.http>` passes its ``init_timeout``.
         reconnect: how SSE streams are reopened (:class:`ReconnectPolicy`).
         open_get_stream: open the GET stream for server-initiated messages after the
@@ -226,7 +227,8 @@ class HttpClientTransport:
             self._owns_client = False
         base = self._client.timeout
         self._timeout = httpx.Timeout(connect=base.connect, read=None, write=base.write, pool=base.pool)
-        self._handshake_timeout = handshake_timeout
+        # beyond a day is no limit (a socket cannot wait for an infinite or huge time)
+        self._handshake_timeout = handshake_timeout if handshake_timeout is not None and handshake_timeout <= 86400 else None
         self._reconnect = reconnect or ReconnectPolicy()
         self._open_get = open_get_stream
         self._max_event_bytes = max_event_bytes

@@ -7,6 +7,7 @@ JSON-RPC (``McpError`` with ``http_status``), the reconnect policy, and no CA bu
 from __future__ import annotations
 
 import io
+import math
 import json
 import ssl
 import threading
@@ -236,3 +237,11 @@ def test_init_timeout_bounds_a_server_that_accepts_but_never_answers():
         listener.close()  # resets the silent connection: a stuck client gets an error and ends
         thread.join(WAIT)
     assert len(outcome) == 1 and isinstance(outcome[0], RequestTimeout), outcome
+
+
+@pytest.mark.parametrize("forever", [math.inf, 1e300, None])
+def test_an_infinite_init_timeout_means_no_limit(probe, serve, forever):
+    """A socket cannot wait for an infinite time: that read timeout raised OverflowError."""
+    handle = serve(make_server(probe))
+    with Client.http(handle.url, init_timeout=forever) as client:
+        assert client.call_tool("echo", {"text": "x"}, timeout=WAIT).content[0].text == "x"
