@@ -26,6 +26,7 @@ import json
 import logging
 import sys
 import time
+import urllib.parse
 from typing import Any, Callable, Iterator, Sequence, TextIO
 
 from pydantic import BaseModel
@@ -96,7 +97,21 @@ def _transport_options(options: argparse.Namespace, command: list[str]) -> tuple
         raise UsageError("--header is sent with --url requests; a server command gets no headers")
     if url and not url.startswith(("http://", "https://")):
         raise UsageError(f"--url must start with http:// or https://: {url!r}")
+    if url:
+        _check_url(url)
     return url, headers
+
+
+def _check_url(url: str) -> None:
+    """A usage error for a URL without a host or with a bad port (httpx raised InvalidURL
+    with a traceback, or said the scheme was missing)."""
+    parts = urllib.parse.urlsplit(url)
+    try:
+        parts.port  # noqa: B018 -- raises ValueError for a port that is not a number in range
+    except ValueError as exc:
+        raise UsageError(f"--url has a bad port ({exc}): {url!r}") from None
+    if not parts.hostname or any(c.isspace() for c in parts.netloc):
+        raise UsageError(f"--url needs a host, as in http://127.0.0.1:8000/mcp: {url!r}")
 
 
 def _http_transport_class() -> Any:

@@ -299,6 +299,19 @@ def test_usage_errors_exit_2() -> None:
     assert_one_line_error(mcp_sync("tools", "--header", "no colon", "--url", "http://127.0.0.1:9/mcp"), 2, "not NAME:VALUE")
 
 
+@pytest.mark.parametrize(
+    ("url", "message"),
+    [
+        ("http://127.0.0.1:abc/mcp", "--url has a bad port"),  # was an httpx.InvalidURL traceback
+        ("http://127.0.0.1:70000/mcp", "--url has a bad port"),
+        ("http:///mcp", "--url needs a host"),  # was "missing an 'http://' or 'https://' protocol"
+        ("http://", "--url needs a host"),
+    ],
+)
+def test_a_malformed_url_is_a_usage_error(url: str, message: str) -> None:
+    assert_one_line_error(mcp_sync("tools", "--url", url), 2, f"mcp-sync tools: error: {message}")
+
+
 def test_call_rejects_arguments_that_are_not_json() -> None:
     assert_one_line_error(mcp_sync("call", "slow", "{seconds: 1}", "--", *DEMO_SERVER), 2, "the arguments are not valid JSON")
     assert_one_line_error(mcp_sync("call", "slow", "[1]", "--", *DEMO_SERVER), 2, "the arguments must be a JSON object, not list")
