@@ -448,15 +448,18 @@ def run_checks(
     verbose: bool,
     out: TextIO,
     headers: dict[str, str] | None = None,
+    init_timeout: float = INIT_TIMEOUT,
 ) -> int:
     """Run the checks against a server command or URL and print the table, then the hints
-    of failed rows. Returns 0 when no check failed (``WARN`` rows do not fail), else 1."""
+    of failed rows. Returns 0 when no check failed (``WARN`` rows do not fail), else 1.
+    ``init_timeout`` bounds each wait for ``initialize`` (over HTTP also its POST)."""
     connect: Callable[[], Transport]
     if url:
         from .transports.http_client import HttpClientTransport
 
         def connect() -> Transport:
-            return HttpClientTransport(url, headers)
+            # initialize is POSTed in the checker's thread: bound it, or a silent server hangs us
+            return HttpClientTransport(url, headers, handshake_timeout=init_timeout)
 
         target = url
     else:
@@ -468,7 +471,7 @@ def run_checks(
             return SubprocessTransport(argv, stderr="inherit" if verbose else "discard")
 
         target = " ".join(argv)
-    checker = CancellationChecker(connect, grace=grace)
+    checker = CancellationChecker(connect, grace=grace, init_timeout=init_timeout)
     out.write(f"checking cancellation behaviour of: {target}\n")
     try:
         results = checker.run(slow_tool, slow_args, race_calls)
