@@ -179,11 +179,11 @@ def _failed_start(exc: ConnectionClosed, *, captured: bool) -> str:
         return f"{exc} during the handshake"
     text = f"{exc.what} during the handshake"
     tail = [line for line in exc.stderr_tail.splitlines()[-STDERR_TAIL:] if line.strip()]
+    if not tail:
+        return text + " (it wrote nothing on stderr)"
     if not captured:
         return text + " (its stderr is above)"
-    if tail:
-        return text + "; the end of its stderr:\n" + "\n".join(f"  {line}" for line in tail)
-    return text + " (it wrote nothing on stderr)"
+    return text + "; the end of its stderr:\n" + "\n".join(f"  {line}" for line in tail)
 
 
 class CommandInterrupted(Exception):

@@ -343,6 +343,8 @@ def test_a_server_that_exits_at_once_shows_its_status_and_the_end_of_its_stderr(
     ), result.describe()
     killed = mcp_sync("tools", "--", PYTHON, "-c", "import os, signal; os.kill(os.getpid(), signal.SIGKILL)")
     assert_one_line_error(killed, 1, " was killed by signal SIGKILL during the handshake (it wrote nothing on stderr)")
+    quiet = mcp_sync("tools", "-v", "--", PYTHON, "-c", "raise SystemExit(4)")  # -v, but nothing to show
+    assert_one_line_error(quiet, 1, " exited with status 4 during the handshake (it wrote nothing on stderr)")
     shown = mcp_sync("tools", "-v", "--", *crash)  # -v: the server's stderr went to ours as it came
     assert shown.code == 1 and shown.stderr.startswith("starting\nno config file found\n"), shown.describe()
     assert shown.stderr.rstrip().endswith("(its stderr is above)"), shown.describe()
