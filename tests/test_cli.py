@@ -430,6 +430,15 @@ def test_trace_prints_the_json_rpc_traffic_on_stderr() -> None:
     assert "->" not in mcp_sync("ping", "--", *DEMO_SERVER).stderr  # off unless asked
 
 
+def test_serve_trace_prints_the_servers_side_of_the_traffic() -> None:
+    # -v shows the spawned server's stderr, where serve --trace writes
+    result = mcp_sync("ping", "-v", "--", *MCP_SYNC, "serve", "mcp_sync.demo:server", "--trace")
+    assert result.code == 0, result.describe()
+    lines = [line.split(" ", 2) for line in result.stderr.splitlines() if line.startswith("mcp_sync-server-")]
+    seen = [(arrow, json.loads(text).get("method")) for _, arrow, text in lines]
+    assert seen == [("<-", "initialize"), ("->", None), ("<-", "notifications/initialized"), ("<-", "ping"), ("->", None)], result.describe()
+
+
 # -- resources and prompts ---------------------------------------------------------------------
 
 
