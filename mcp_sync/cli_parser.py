@@ -101,6 +101,9 @@ def _header(text: str) -> tuple[str, str]:
     name, sep, value = text.partition(":")
     if not sep or not name.strip() or any(c.isspace() for c in name.strip()):
         raise argparse.ArgumentTypeError(f"not NAME:VALUE: {text!r}")
+    if not text.isascii() or any(not c.isprintable() for c in text):
+        # what HTTP/1.1 clients send; it failed later as "write failed: 'ascii' codec ..."
+        raise argparse.ArgumentTypeError(f"a header is printable ASCII, without line breaks: {text!r}")
     return name.strip(), value.strip()
 
 

@@ -297,6 +297,8 @@ def test_usage_errors_exit_2() -> None:
     assert_one_line_error(mcp_sync("tools", "--header", "X-A:1", "--", *DEMO_SERVER), 2, "--header is sent with --url requests")
     assert_one_line_error(mcp_sync("tools", "--url", "http://127.0.0.1:9/mcp", "--", *DEMO_SERVER), 2, "either --url URL or -- COMMAND")
     assert_one_line_error(mcp_sync("tools", "--header", "no colon", "--url", "http://127.0.0.1:9/mcp"), 2, "not NAME:VALUE")
+    for bad in ("X-Name: caf\u00e9", "X-Name: a\nb"):
+        assert_one_line_error(mcp_sync("tools", "-H", bad, "--url", "http://127.0.0.1:9/mcp"), 2, "a header is printable ASCII")
 
 
 @pytest.mark.parametrize(
