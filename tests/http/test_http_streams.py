@@ -18,11 +18,11 @@ import socket
 import struct
 import threading
 import time
-from typing import Any, Callable, Iterator
+from typing import Any
 
 import pytest
 
-from http_support import WAIT, Probe, call_tool, initialize_request, make_server, notification
+from http_support import WAIT, call_tool, initialize_request, make_server, notification, run_waitress
 from mcp_helpers import wait_until
 
 from mcp_sync import Client
@@ -30,22 +30,6 @@ from mcp_sync.http_app import McpWsgiApp
 from mcp_sync.transports.http_client import ReconnectPolicy, RequestNotSent
 from mcp_sync.transports.http_session import EARLY_CANCEL_BYTES, EARLY_CANCELS, HttpSessionTransport
 from mcp_sync.transports.sse import EventStream
-
-
-def run_waitress(app: Any, threads: int) -> tuple[str, Callable[[], None]]:
-    from waitress import wasyncore
-    from waitress.server import create_server
-
-    server = create_server(app, host="127.0.0.1", port=0, threads=threads)
-    thread = threading.Thread(target=server.run, name="waitress-server")
-    thread.start()
-
-    def stop() -> None:
-        server.trigger.pull_trigger(lambda: wasyncore.close_all(server._map))
-        thread.join(WAIT)
-        server.task_dispatcher.shutdown()
-
-    return f"http://127.0.0.1:{server.effective_port}/mcp", stop
 
 
 class Notes:
@@ -114,7 +98,8 @@ def test_lifetime_expiry_and_reconnect_lose_no_notification(probe):
             assert resume_release.wait(WAIT * 2)
         return app(environ, start_response)
 
-    url, stop = run_waitress(gate, threads=4)
+    base, stop = run_waitress(gate, threads=4)
+    url = f"{base}/mcp"
     notes = Notes()
     try:
         with Client.http(url, on_notification=notes, reconnect=ReconnectPolicy(delay=30.0)) as client:
@@ -179,7 +164,8 @@ def test_idle_clients_do_not_lock_others_out_of_a_small_waitress(probe):
 
         return app(environ, recording_start_response)
 
-    url, stop = run_waitress(record, threads=4)
+    base, stop = run_waitress(record, threads=4)
+    url = f"{base}/mcp"
     clients: list[Client] = []
     try:
         for _ in range(6):
