@@ -14,7 +14,7 @@ import pytest
 from pydantic import BaseModel, Field
 
 from mcp_sync import CancelToken, Cancelled, Context, McpError, Server
-from mcp_sync.server import decode_cursor, encode_cursor
+from mcp_sync.server.pagination import decode_cursor, encode_cursor
 from mcp_helpers import WAIT, connected, responses_to, wait_event, with_method
 
 

@@ -276,7 +276,7 @@ def test_hinted_tools_still_reject_unknown_tools_with_invalid_params():
 
 # -- bounded error messages -----------------------------------------------------------------------
 def test_the_description_of_invalid_arguments_is_bounded_whatever_was_sent():
-    from mcp_sync.schemas import MAX_PROBLEM_CHARS, MAX_REPORTED_PROBLEMS
+    from mcp_sync.server.schemas import MAX_PROBLEM_CHARS, MAX_REPORTED_PROBLEMS
 
     server = Server("bounded")
 

@@ -1,47 +1,24 @@
-"""Prompts: registration records and conversion of a prompt function's result."""
+"""The prompts feature: ``prompts/list``, ``prompts/get`` and the conversion of a prompt
+function's result."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
-from .handlers import Signature
-from .wire import model_to_wire
+from ..cancel import CancelToken
+from ..context import Context
+from ..errors import McpError
+from ..jsonrpc import INVALID_PARAMS
+from ..protocol import InboundRequest
+from ..wire import model_to_wire
+from .pagination import paginate
 
-__all__ = ["RegisteredPrompt", "to_prompt_result"]
+if TYPE_CHECKING:  # pragma: no cover
+    from .dispatch import ServerSession
 
-
-@dataclass
-class RegisteredPrompt:
-    """A prompt as the server knows it."""
-
-    name: str
-    signature: Signature
-    description: str | None = None
-    title: str | None = None
-
-    def arguments(self) -> list[dict[str, Any]]:
-        """The ``PromptArgument`` list, from the function's parameters."""
-        schema = self.signature.input_schema()
-        required = set(schema.get("required", []))
-        result = []
-        for name, prop in schema.get("properties", {}).items():
-            arg: dict[str, Any] = {"name": name, "required": name in required}
-            if prop.get("description"):
-                arg["description"] = prop["description"]
-            result.append(arg)
-        return result
-
-    def to_wire(self) -> dict[str, Any]:
-        """The ``Prompt`` listing object."""
-        item: dict[str, Any] = {"name": self.name, "arguments": self.arguments()}
-        if self.title:
-            item["title"] = self.title
-        if self.description:
-            item["description"] = self.description
-        return item
+__all__ = ["to_prompt_result", "list_prompts", "get_prompt"]
 
 
 _ROLES = ("user", "assistant")
@@ -87,3 +64,23 @@ def to_prompt_result(value: Any, description: str | None) -> dict[str, Any]:
     if description:
         result["description"] = description
     return result
+
+
+def list_prompts(session: ServerSession, request: InboundRequest, token: CancelToken) -> dict[str, Any]:
+    """``prompts/list``: one page of the registered prompts."""
+    items = [p.to_wire() for p in session.server.registry.prompts()]
+    return paginate(items, request.params, session.server.page_size, "prompts")
+
+
+def get_prompt(session: ServerSession, request: InboundRequest, token: CancelToken) -> dict[str, Any]:
+    """``prompts/get``: call the prompt's function with the request's arguments."""
+    name = request.params.get("name")
+    prompt = session.server.registry.prompt(name) if isinstance(name, str) else None
+    if prompt is None:
+        raise McpError(INVALID_PARAMS, f"Unknown prompt: {name}")
+    arguments = request.params.get("arguments")
+    if arguments is not None and not isinstance(arguments, dict):
+        raise McpError(INVALID_PARAMS, "Invalid arguments: must be an object")
+    ctx = Context(session, request, token)
+    kwargs = prompt.signature.bind(arguments, ctx)
+    return to_prompt_result(prompt.signature.fn(**kwargs), prompt.description)

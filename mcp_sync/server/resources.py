@@ -1,49 +1,35 @@
-"""Resources and resource templates: registration records and result conversion."""
+"""The resources feature: listing, reading and subscribing, and the conversion of what a
+resource function returns."""
 
 from __future__ import annotations
 
 import base64
 import json
-from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
-from .handlers import Signature
-from .uri_template import UriTemplate
-from .wire import model_to_wire
+from ..cancel import CancelToken
+from ..context import Context
+from ..errors import McpError
+from ..jsonrpc import INVALID_PARAMS, RESOURCE_NOT_FOUND
+from ..protocol import InboundRequest
+from ..wire import model_to_wire
+from .pagination import paginate
+from .records import RegisteredResource
 
-__all__ = ["RegisteredResource", "to_resource_contents"]
+if TYPE_CHECKING:  # pragma: no cover
+    from .dispatch import ServerSession
 
-
-@dataclass
-class RegisteredResource:
-    """A resource (fixed URI) or resource template (URI with variables)."""
-
-    uri: str
-    name: str
-    signature: Signature
-    template: UriTemplate
-    description: str | None = None
-    title: str | None = None
-    mime_type: str | None = None
-
-    @property
-    def is_template(self) -> bool:
-        """True for a resource template."""
-        return self.template.is_template
-
-    def to_wire(self) -> dict[str, Any]:
-        """The ``Resource`` or ``ResourceTemplate`` listing object."""
-        item: dict[str, Any] = {"name": self.name}
-        item["uriTemplate" if self.is_template else "uri"] = self.uri
-        if self.title:
-            item["title"] = self.title
-        if self.description:
-            item["description"] = self.description
-        if self.mime_type:
-            item["mimeType"] = self.mime_type
-        return item
+__all__ = [
+    "to_resource_contents",
+    "find_resource",
+    "list_resources",
+    "list_templates",
+    "read_resource",
+    "subscribe",
+    "unsubscribe",
+]
 
 
 def to_resource_contents(value: Any, uri: str, mime_type: str | None) -> dict[str, Any]:
@@ -82,3 +68,58 @@ def _one(value: Any, uri: str, mime_type: str | None) -> dict[str, Any]:
         entry["text"] = json.dumps(data, ensure_ascii=False, default=str)
         entry["mimeType"] = mime_type or "application/json"
     return entry
+
+
+def list_resources(session: ServerSession, request: InboundRequest, token: CancelToken) -> dict[str, Any]:
+    """``resources/list``: one page of the fixed-URI resources."""
+    items = [r.to_wire() for r in session.server.registry.resources() if not r.is_template]
+    return paginate(items, request.params, session.server.page_size, "resources")
+
+
+def list_templates(session: ServerSession, request: InboundRequest, token: CancelToken) -> dict[str, Any]:
+    """``resources/templates/list``: one page of the resource templates."""
+    items = [r.to_wire() for r in session.server.registry.resources() if r.is_template]
+    return paginate(items, request.params, session.server.page_size, "resourceTemplates")
+
+
+def find_resource(resources: list[RegisteredResource], uri: Any) -> tuple[RegisteredResource, dict[str, str]]:
+    """The resource serving ``uri`` (a fixed URI first, then the first matching template)
+    and the template's variables; -32602 without a URI, -32002 when none serves it."""
+    if not isinstance(uri, str):
+        raise McpError(INVALID_PARAMS, "a resource request needs a uri")
+    for resource in resources:
+        if not resource.is_template and resource.uri == uri:
+            return resource, {}
+    for resource in resources:
+        if resource.is_template:
+            values = resource.template.match(uri)
+            if values is not None:
+                return resource, values
+    raise McpError(RESOURCE_NOT_FOUND, f"Resource not found: {uri}", {"uri": uri})
+
+
+def read_resource(session: ServerSession, request: InboundRequest, token: CancelToken) -> dict[str, Any]:
+    """``resources/read``: call the resource's function."""
+    uri = request.params.get("uri")
+    resource, values = find_resource(session.server.registry.resources(), uri)
+    ctx = Context(session, request, token)
+    kwargs = resource.signature.bind(values, ctx)
+    value = resource.signature.fn(**kwargs)
+    return to_resource_contents(value, str(uri), resource.mime_type)
+
+
+def subscribe(session: ServerSession, request: InboundRequest, token: CancelToken) -> dict[str, Any]:
+    """``resources/subscribe``: the session gets ``notifications/resources/updated`` for it."""
+    uri = request.params.get("uri")
+    find_resource(session.server.registry.resources(), uri)
+    session.subscriptions.add(str(uri))
+    return {}
+
+
+def unsubscribe(session: ServerSession, request: InboundRequest, token: CancelToken) -> dict[str, Any]:
+    """``resources/unsubscribe``."""
+    uri = request.params.get("uri")
+    if not isinstance(uri, str):
+        raise McpError(INVALID_PARAMS, "resources/unsubscribe needs a uri")
+    session.subscriptions.discard(uri)
+    return {}

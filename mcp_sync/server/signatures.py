@@ -19,9 +19,9 @@ import pydantic
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 from pydantic.fields import FieldInfo
 
-from .context import Context
-from .errors import McpError
-from .jsonrpc import INVALID_PARAMS
+from ..context import Context
+from ..errors import McpError
+from ..jsonrpc import INVALID_PARAMS
 from .schemas import DeclaredSchema, bounded_problems
 
 __all__ = ["ArgumentError", "Signature", "inspect_handler", "parse_docstring"]

@@ -8,7 +8,7 @@ from typing import Any, get_args, get_origin
 
 from pydantic import BaseModel
 
-from .wire import model_to_wire
+from ..wire import model_to_wire
 
 __all__ = ["to_call_tool_result", "tool_error", "output_schema_for", "CONTENT_TYPES"]
 

@@ -1,10 +1,10 @@
-"""Unit tests of mcp_sync.uri_template.UriTemplate (RFC 6570 as far as MCP needs it)."""
+"""Unit tests of mcp_sync.server.uri_template.UriTemplate (RFC 6570 as far as MCP needs it)."""
 
 from __future__ import annotations
 
 import pytest
 
-from mcp_sync.uri_template import UriTemplate
+from mcp_sync.server.uri_template import UriTemplate
 
 
 # -- simple {var} -----------------------------------------------------------------------------

@@ -1,0 +1,223 @@
+"""One client connection to a :class:`~mcp_sync.server.Server`: the handshake, and the routing
+of each request to its feature's handler (after the initialization and capability checks)."""
+
+from __future__ import annotations
+
+import functools
+import threading
+import uuid
+from typing import TYPE_CHECKING, Any, Callable, Iterable
+
+from ..cancel import CancelToken
+from ..endpoint import Endpoint
+from ..errors import CapabilityError, McpError
+from ..jsonrpc import INVALID_REQUEST, METHOD_NOT_FOUND, Notification, RequestId
+from ..protocol import InboundRequest
+from ..results import SERVER_REQUEST_RESULTS, parser_for
+from ..session import LOG_LEVELS, Session, negotiate_version
+from ..transports.base import Transport
+from ..workers import WorkerPool
+from . import completion, logging_bridge, prompts, resources, tools
+from .registry import MethodHandler
+from .scope import RequestScope
+
+if TYPE_CHECKING:  # pragma: no cover
+    import mcp_types
+
+    from .server import Server
+
+__all__ = ["ServerSession", "FEATURE_HANDLERS"]
+
+FEATURE_HANDLERS: dict[str, MethodHandler] = {
+    "tools/list": tools.list_tools,
+    "tools/call": tools.call_tool,
+    "logging/setLevel": logging_bridge.set_level,
+    "resources/list": resources.list_resources,
+    "resources/templates/list": resources.list_templates,
+    "resources/read": resources.read_resource,
+    "resources/subscribe": resources.subscribe,
+    "resources/unsubscribe": resources.unsubscribe,
+    "prompts/list": prompts.list_prompts,
+    "prompts/get": prompts.get_prompt,
+    "completion/complete": completion.complete,
+}
+"""The built-in request methods after the handshake, and the function serving each."""
+
+_CAPABILITY_OF = {
+    "tools": "tools",
+    "resources": "resources",
+    "prompts": "prompts",
+    "completion": "completions",
+    "logging": "logging",
+}
+"""Method prefix -> the server capability it needs."""
+
+
+class ServerSession(Session):
+    """One client connection to a :class:`Server`."""
+
+    def __init__(self, server: Server, transport: Transport, *, max_workers: int, pool: WorkerPool | None = None) -> None:
+        endpoint = Endpoint(
+            transport,
+            request_handler=self._handle_request,
+            notification_handler=self._handle_notification,
+            max_workers=max_workers,
+            max_queued_callbacks=server.max_queued_callbacks,
+            on_cancelled=server.on_cancelled,
+            pool=pool,
+            inline_handlers={"ping": lambda _request: {}},
+            name=f"mcp_sync-server-{server.name}",
+        )
+        super().__init__(endpoint)
+        self.server = server
+        self.log_level: str = "debug"
+        self.client_initialized = threading.Event()
+        self.on_roots_changed: Callable[[], Any] | None = None
+        self._handlers: dict[str, Callable[[InboundRequest, CancelToken], Any]] = {
+            "initialize": self._on_initialize,
+            **{method: functools.partial(handler, self) for method, handler in FEATURE_HANDLERS.items()},
+        }
+        self.subscriptions: set[str] = set()
+        self.declared_capabilities: dict[str, Any] = {}
+        """What this server declared in its ``initialize`` answer."""
+
+    def close(self, grace: float = 5.0) -> None:
+        """Close the connection (cancels running handlers, joins threads)."""
+        self.endpoint.close(grace)
+
+    # -- dispatch -----------------------------------------------------------------------------
+    def _handle_request(self, request: InboundRequest) -> Any:
+        handler = self._handlers.get(request.method)
+        if handler is None:
+            custom = self.server.registry.method(request.method)
+            if custom is None:
+                raise McpError(METHOD_NOT_FOUND, f"Method not found: {request.method}")
+            self._require_initialized(request)
+            return custom(self, request, request.token)
+        if request.method != "initialize":
+            self._require_initialized(request)
+            capability = _CAPABILITY_OF.get(request.method.partition("/")[0])
+            if capability is not None and capability not in self.declared_capabilities:
+                raise McpError(
+                    METHOD_NOT_FOUND,
+                    f"{request.method}: this server did not declare the {capability!r} capability",
+                )
+        return handler(request, request.token)
+
+    def _require_initialized(self, request: InboundRequest) -> None:
+        if not self.initialized:
+            raise McpError(INVALID_REQUEST, f"{request.method} received before initialization completed")
+
+    def _handle_notification(self, notification: Notification) -> None:
+        if notification.method == "notifications/initialized":
+            self.client_initialized.set()
+        elif notification.method == "notifications/roots/list_changed":
+            if self.on_roots_changed is not None:
+                self.on_roots_changed()
+
+    # -- lifecycle ----------------------------------------------------------------------------
+    def _on_initialize(self, request: InboundRequest, token: CancelToken) -> dict[str, Any]:
+        params = request.params
+        if self.initialized:
+            raise McpError(INVALID_REQUEST, "initialize was already received")
+        capabilities = params.get("capabilities")
+        info = params.get("clientInfo")
+        self.protocol_version = negotiate_version(params.get("protocolVersion"))
+        self.peer_capabilities = capabilities if isinstance(capabilities, dict) else {}
+        self.peer_info = info if isinstance(info, dict) else {}
+        self.declared_capabilities = self.server.capabilities()
+        result: dict[str, Any] = {
+            "protocolVersion": self.protocol_version,
+            "capabilities": self.declared_capabilities,
+            "serverInfo": {"name": self.server.name, "version": self.server.version},
+        }
+        if self.server.instructions:
+            result["instructions"] = self.server.instructions
+        self._initialized.set()
+        return result
+
+    def send_log(
+        self, level: str, data: Any, logger: str | None = None, *, related_request: RequestId | None = None
+    ) -> bool:
+        """Send ``notifications/message`` unless ``level`` is below the client's level."""
+        if LOG_LEVELS.index(level) < LOG_LEVELS.index(self.log_level):
+            return False
+        params: dict[str, Any] = {"level": level, "data": data}
+        if logger is not None:
+            params["logger"] = logger
+        self.send_notification("notifications/message", params, related_request=related_request)
+        return True
+
+    # -- requests to the client -----------------------------------------------------------------
+    def scoped(self, token: CancelToken, request_id: RequestId | None = None) -> RequestScope:
+        """A view whose requests are cancelled when ``token`` fires (and relate to the
+        inbound request ``request_id``)."""
+        return RequestScope(self, token, request_id)
+
+    def list_roots(
+        self,
+        *,
+        timeout: float | None = None,
+        cancel_token: CancelToken | None = None,
+        related_request: RequestId | None = None,
+    ) -> list[mcp_types.Root]:
+        """Ask the client for its roots (needs the client's ``roots`` capability)."""
+        self.require_capability("roots", "roots/list")
+        result = self._typed_request(
+            "roots/list", None, timeout=timeout, cancel_token=cancel_token, related_request=related_request
+        )
+        return list(result.roots)
+
+    def _typed_request(self, method: str, params: dict[str, Any] | None, **options: Any) -> Any:
+        """Send a request to the client; block for its result as an ``mcp_types`` model."""
+        call = self.send_request(method, params, **options)
+        return call.decode_result_with(parser_for(SERVER_REQUEST_RESULTS[method])).result()
+
+    def create_message(
+        self,
+        messages: Iterable[dict[str, Any]],
+        *,
+        max_tokens: int,
+        system_prompt: str | None = None,
+        timeout: float | None = None,
+        cancel_token: CancelToken | None = None,
+        related_request: RequestId | None = None,
+        **extra: Any,
+    ) -> mcp_types.CreateMessageResult | mcp_types.CreateMessageResultWithTools:
+        """Ask the client to sample from its model (``sampling/createMessage``); a
+        ``CreateMessageResultWithTools`` when the client answered with a list of content
+        blocks (tool use)."""
+        self.require_capability("sampling", "sampling/createMessage")
+        params: dict[str, Any] = {"messages": list(messages), "maxTokens": max_tokens, **extra}
+        if system_prompt is not None:
+            params["systemPrompt"] = system_prompt
+        return self._typed_request(  # type: ignore[no-any-return]
+            "sampling/createMessage", params, timeout=timeout, cancel_token=cancel_token, related_request=related_request
+        )
+
+    def elicit(
+        self,
+        message: str,
+        requested_schema: dict[str, Any] | None = None,
+        *,
+        url: str | None = None,
+        elicitation_id: str | None = None,
+        timeout: float | None = None,
+        cancel_token: CancelToken | None = None,
+        related_request: RequestId | None = None,
+    ) -> mcp_types.ElicitResult:
+        """Ask the user for input through the client (``elicitation/create``).
+
+        Form mode with ``requested_schema``; URL mode with ``url`` (and ``elicitation_id``).
+        """
+        self.require_capability("elicitation", "elicitation/create")
+        params: dict[str, Any] = {"message": message}
+        if url is not None:
+            if not self.peer_supports("elicitation", "url"):
+                raise CapabilityError("elicitation/create in URL mode needs the client's 'elicitation.url' capability")
+            params.update({"mode": "url", "url": url, "elicitationId": elicitation_id or uuid.uuid4().hex})
+        else:
+            params["requestedSchema"] = requested_schema or {"type": "object", "properties": {}}
+        return self._typed_request(  # type: ignore[no-any-return]
+            "elicitation/create", params, timeout=timeout, cancel_token=cancel_token, related_request=related_request
+        )
