@@ -11,12 +11,16 @@ attacker-controlled: :class:`StateSealer` protects it with HMAC-SHA256 and binds
 * an optional principal (the authenticated user or audience the state was issued to),
 * the id of the key that signed it, looked up in a :class:`KeyRing`.
 
-The payload is **signed, not encrypted**: anyone holding the string can read it (it is
-base64url-encoded JSON). Put in it what the handler needs to resume -- the answers gathered so
-far, its own progress -- never secrets, tokens or data the client must not see.
+By default the payload is **signed, not encrypted**: anyone holding the string can read it
+(it is base64url-encoded JSON). Put in it what the handler needs to resume -- the answers
+gathered so far, its own progress -- never secrets, tokens or data the client must not see.
+``StateSealer(..., encrypt=True)`` seals with AES-256-GCM instead, when the optional
+``cryptography`` package is installed (see :func:`encryption_available`); the bindings and
+checks are the same.
 
 :meth:`StateSealer.open` checks, in this order and before the payload is parsed: the type and
-size of the string, its shape, the key id, the signature (compared in constant time); then the
+size of the string, its shape, the key id, the signature (compared in constant time) or the
+authentication tag; then the
 expiry, the method, the params digest and the principal. Every failure raises a subclass of
 :class:`RequestStateError`, an :class:`~mcp_sync.errors.McpError` with code ``-32602``
 (invalid params) whose ``data`` names the reason, so a server can send it as the answer.
@@ -62,6 +66,7 @@ __all__ = [
     "StateExpired",
     "StateMismatch",
     "PayloadTooLarge",
+    "encryption_available",
     "generate_key",
     "params_digest",
 ]
@@ -86,6 +91,10 @@ _KEY_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
 _B64 = r"[A-Za-z0-9_-]"
 _SIG_CHARS = 43  # 32 bytes of HMAC-SHA256, base64url without padding
 _STATE = re.compile(rf"{_VERSION}\.({_KEY_ID.pattern})\.({_B64}+)\.({_B64}{{{_SIG_CHARS}}})")
+_SEALED_VERSION = "e1"
+_SEALED = re.compile(rf"{_SEALED_VERSION}\.({_KEY_ID.pattern})\.({_B64}{{40,}})")  # nonce + tag at least
+_AEAD_NONCE_BYTES = 12
+_ENCRYPTION_LABEL = b"mcp_sync requestState AES-256-GCM key"
 _PRINCIPAL_LABEL = b"mcp_sync requestState principal\x00"
 
 
@@ -190,6 +199,15 @@ def params_digest(params: Mapping[str, Any] | None) -> str:
 
 
 # --------------------------------------------------------------------------- keys
+
+
+def encryption_available() -> bool:
+    """Whether ``cryptography`` is importable, so that ``StateSealer(encrypt=True)`` works."""
+    try:
+        from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+    except ImportError:
+        return False
+    return AESGCM is not None
 
 
 def generate_key() -> str:
@@ -327,6 +345,10 @@ class StateSealer:
         max_chars: the longest state accepted or produced (default :data:`MAX_STATE_CHARS`).
         clock: seconds since the epoch (default :func:`time.time`); processes sharing a ring
             need clocks that roughly agree.
+        encrypt: seal with AES-256-GCM (from the optional ``cryptography`` package, which
+            mcp_sync does not depend on), so the payload is confidential as well as
+            authenticated. Without it (the default) the payload is signed with HMAC-SHA256 and
+            readable by the client. Either sealer opens states of both forms.
 
     Thread-safe: it holds no mutable state.
     """
@@ -338,7 +360,10 @@ class StateSealer:
         ttl: float = DEFAULT_TTL,
         max_chars: int = MAX_STATE_CHARS,
         clock: Callable[[], float] = time.time,
+        encrypt: bool = False,
     ) -> None:
+        if encrypt and not encryption_available():
+            raise RuntimeError("encrypt=True needs the cryptography package")
         if not (ttl > 0 and math.isfinite(ttl)):
             raise ValueError("ttl must be a positive number of seconds")
         if max_chars < 128:
@@ -346,6 +371,7 @@ class StateSealer:
         self.keys = keys
         self.ttl = ttl
         self.max_chars = max_chars
+        self.encrypt = encrypt
         self._clock = clock
 
     def seal(self, payload: Any, *, method: str, params: Mapping[str, Any] | None, principal: str | None = None) -> str:
@@ -369,9 +395,14 @@ class StateSealer:
         }
         if principal is not None:
             body["sub"] = _principal_tag(secret, principal)
-        encoded = _b64encode(json.dumps(body, separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode("utf-8"))
-        signed = f"{_VERSION}.{key_id}.{encoded}"
-        state = f"{signed}.{_sign(secret, signed)}"
+        plain = json.dumps(body, separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode("utf-8")
+        if self.encrypt:
+            header = f"{_SEALED_VERSION}.{key_id}"
+            nonce = secrets.token_bytes(_AEAD_NONCE_BYTES)
+            state = f"{header}.{_b64encode(nonce + _aead(secret).encrypt(nonce, plain, header.encode('ascii')))}"
+        else:
+            signed = f"{_VERSION}.{key_id}.{_b64encode(plain)}"
+            state = f"{signed}.{_sign(secret, signed)}"
         if len(state) > self.max_chars:
             raise PayloadTooLarge(f"the sealed state would be {len(state)} characters, more than {self.max_chars}")
         return state
@@ -394,17 +425,8 @@ class StateSealer:
             raise StateMalformed("not a string")
         if len(state) > self.max_chars:
             raise StateTooLarge()
-        match = _STATE.fullmatch(state)
-        if match is None:
-            raise StateMalformed()
-        key_id, encoded, signature = match.groups()
-        secret = self.keys.secret(key_id)
-        if secret is None:
-            raise StateKeyUnknown()
-        signed = state[: -(_SIG_CHARS + 1)]
-        if not hmac.compare_digest(_sign(secret, signed).encode("ascii"), signature.encode("ascii")):
-            raise StateTampered()
-        body = _decode_body(encoded)
+        key_id, secret, plain = self._authenticate(state)
+        body = _decode_body(plain)
         now_ms = self._clock() * 1000
         if now_ms >= body["exp"]:
             raise StateExpired()
@@ -416,6 +438,48 @@ class StateSealer:
         if not hmac.compare_digest(body.get("sub", "").encode("utf-8"), expected_sub.encode("ascii")):
             raise StateMismatch("principal_mismatch")
         return OpenedState(body["p"], key_id, body["iat"] / 1000, body["exp"] / 1000, body["n"])
+
+
+    def _authenticate(self, state: str) -> tuple[str, bytes, bytes]:
+        """The key id, its secret and the authenticated body bytes of either form."""
+        signed_match = _STATE.fullmatch(state)
+        sealed_match = None if signed_match else _SEALED.fullmatch(state)
+        match = signed_match or sealed_match
+        if match is None:
+            raise StateMalformed()
+        key_id = match.group(1)
+        secret = self.keys.secret(key_id)
+        if secret is None:
+            raise StateKeyUnknown()
+        if signed_match is not None:
+            if not hmac.compare_digest(_sign(secret, state[: -(_SIG_CHARS + 1)]).encode("ascii"), signed_match.group(3).encode("ascii")):
+                raise StateTampered()
+            return key_id, secret, _b64decode_part(signed_match.group(2))
+        sealed = _b64decode_part(match.group(2))
+        try:
+            from cryptography.exceptions import InvalidTag
+        except ImportError:
+            raise StateMalformed("encrypted states need the cryptography package") from None
+        try:
+            header = f"{_SEALED_VERSION}.{key_id}".encode("ascii")
+            plain = _aead(secret).decrypt(sealed[:_AEAD_NONCE_BYTES], sealed[_AEAD_NONCE_BYTES:], header)
+        except InvalidTag:
+            raise StateTampered() from None
+        return key_id, secret, plain
+
+
+def _b64decode_part(text: str) -> bytes:
+    try:
+        return _b64decode(text)
+    except (binascii.Error, ValueError):
+        raise StateMalformed("undecodable payload") from None
+
+
+def _aead(secret: bytes) -> Any:
+    """AES-256-GCM keyed with a key derived from ``secret`` (needs ``cryptography``)."""
+    from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+
+    return AESGCM(hmac.new(secret, _ENCRYPTION_LABEL, hashlib.sha256).digest())
 
 
 def _sign(secret: bytes, signed: str) -> str:
@@ -430,11 +494,11 @@ def _principal_tag(secret: bytes, principal: str) -> str:
 _BODY_TYPES: dict[str, tuple[type, ...]] = {"m": (str,), "d": (str,), "iat": (int,), "exp": (int,), "n": (str,)}
 
 
-def _decode_body(encoded: str) -> dict[str, Any]:
-    """The signed body; only reached once the signature matched."""
+def _decode_body(plain: bytes) -> dict[str, Any]:
+    """The body; only reached once its signature or authentication tag matched."""
     try:
-        body = json.loads(_b64decode(encoded).decode("utf-8"))
-    except (binascii.Error, ValueError):
+        body = json.loads(plain.decode("utf-8"))
+    except ValueError:
         raise StateMalformed("undecodable payload") from None
     if not isinstance(body, dict) or "p" not in body:
         raise StateMalformed("incomplete payload")

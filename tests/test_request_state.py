@@ -26,6 +26,7 @@ from mcp_sync.request_state import (
     StateSealer,
     StateTampered,
     StateTooLarge,
+    encryption_available,
     generate_key,
     params_digest,
 )
@@ -417,3 +418,93 @@ def test_ephemeral_rings_fail_across_processes() -> None:
     state = StateSealer(KeyRing.ephemeral()).seal(PAYLOAD, method=METHOD, params=PARAMS)
     answer = json.loads(run_child("open", {"state": state, "method": METHOD, "params": PARAMS}, keys=None, ring_kind="ephemeral"))
     assert answer["error"]["data"] == {"reason": "unknown_key"}
+
+
+# --------------------------------------------------------------------------- optional encryption
+
+needs_cryptography = pytest.mark.skipif(not encryption_available(), reason="cryptography is not installed")
+
+
+def b64decode(text: str) -> bytes:
+    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+
+
+@needs_cryptography
+def test_an_encrypted_state_round_trips_and_hides_its_payload() -> None:
+    s = sealer(encrypt=True)
+    state = s.seal(PAYLOAD, method=METHOD, params=PARAMS, principal="alice")
+    prefix, key_id, blob = parts(state)
+    assert (prefix, key_id) == ("e1", "k1")
+    assert b"2026-12-24" not in b64decode(blob) and b"tools/call" not in b64decode(blob)
+    assert s.open(state, method=METHOD, params=retry_params(state), principal="alice") == PAYLOAD
+    # either form opens with the same ring, so switching encryption on or off keeps states valid
+    assert sealer().open(state, method=METHOD, params=PARAMS, principal="alice") == PAYLOAD
+    plain = sealer().seal(PAYLOAD, method=METHOD, params=PARAMS)
+    assert s.open(plain, method=METHOD, params=PARAMS) == PAYLOAD
+
+
+@needs_cryptography
+def test_every_changed_character_of_an_encrypted_state_is_refused() -> None:
+    s = sealer(ring(k1=SECRET_A, k2=SECRET_B), encrypt=True)
+    state = s.seal(PAYLOAD, method=METHOD, params=PARAMS)
+    for index in range(len("e1.k1."), len(state)):
+        with pytest.raises(StateTampered):
+            s.open(replace_char(state, index), method=METHOD, params=PARAMS)
+    with pytest.raises(StateTampered):  # the key id is authenticated too
+        s.open(state.replace("e1.k1.", "e1.k2.", 1), method=METHOD, params=PARAMS)
+    with pytest.raises(StateKeyUnknown):
+        s.open(state.replace("e1.k1.", "e1.k9.", 1), method=METHOD, params=PARAMS)
+    with pytest.raises(StateTampered):
+        sealer(ring(k1=SECRET_B)).open(state, method=METHOD, params=PARAMS)
+    for garbage in ("e1.k1.short", "e1.k1." + "A" * 41, "e1.k1." + "A" * 45, "e1.k1." + "A" * 40 + "="):
+        with pytest.raises(StateMalformed):
+            s.open(garbage, method=METHOD, params=PARAMS)
+
+
+@needs_cryptography
+def test_an_encrypted_state_is_bound_like_a_signed_one() -> None:
+    clock = Clock()
+    s = sealer(encrypt=True, clock=clock, ttl=10)
+    state = s.seal(PAYLOAD, method=METHOD, params=PARAMS)
+    with pytest.raises(StateMismatch):
+        s.open(state, method="prompts/get", params=PARAMS)
+    with pytest.raises(StateMismatch):
+        s.open(state, method=METHOD, params={"name": "book"})
+    clock.now += 10
+    with pytest.raises(StateExpired):
+        s.open(state, method=METHOD, params=PARAMS)
+
+
+@needs_cryptography
+def test_an_encrypted_state_opens_in_another_process(shared_keys: str) -> None:
+    state = StateSealer(KeyRing.from_string(shared_keys), encrypt=True).seal(PAYLOAD, method=METHOD, params=PARAMS)
+    answer = json.loads(run_child("open", {"state": state, "method": METHOD, "params": PARAMS}, keys=shared_keys))
+    assert answer == {"payload": PAYLOAD}
+
+
+WITHOUT_CRYPTOGRAPHY = """
+import json, sys
+sys.modules["cryptography"] = None  # as if it were not installed
+from mcp_sync.request_state import KeyRing, StateMalformed, StateSealer, encryption_available
+assert not encryption_available()
+keys = KeyRing.from_env()
+try:
+    StateSealer(keys, encrypt=True)
+except RuntimeError:
+    pass
+else:
+    raise SystemExit("encrypt=True accepted without cryptography")
+try:
+    StateSealer(keys).open(sys.stdin.read(), method="tools/call", params={})
+except StateMalformed as exc:
+    print(json.dumps(exc.to_error_object()))
+"""
+
+
+@needs_cryptography
+def test_without_cryptography_encryption_is_refused_and_encrypted_states_are_malformed(shared_keys: str) -> None:
+    state = StateSealer(KeyRing.from_string(shared_keys), encrypt=True).seal(None, method=METHOD, params={})
+    env = {**user_env(), DEFAULT_ENV_VAR: shared_keys}
+    done = subprocess.run([PYTHON, "-c", WITHOUT_CRYPTOGRAPHY], input=state, capture_output=True, text=True, env=env, cwd=ROOT, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["data"] == {"reason": "malformed"}
