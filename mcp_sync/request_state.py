@@ -192,8 +192,12 @@ def params_digest(params: Mapping[str, Any] | None) -> str:
 
     Canonical JSON: keys sorted, no whitespace, UTF-8, integral floats written as integers.
     The top-level members in :data:`EXCLUDED_PARAMS` are left out; ``None`` digests as ``{}``.
+    Params that are not a JSON object (an array) are digested whole.
     """
-    kept = {k: v for k, v in (params or {}).items() if k not in EXCLUDED_PARAMS}
+    if params is None:
+        params = {}
+    # params that are not an object (never valid for the MRTR methods) digest as they are
+    kept = {k: v for k, v in params.items() if k not in EXCLUDED_PARAMS} if isinstance(params, Mapping) else params
     canonical = json.dumps(_normalise(kept), sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
     return _b64encode(hashlib.sha256(canonical.encode("utf-8")).digest())
 

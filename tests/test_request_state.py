@@ -222,6 +222,7 @@ def test_the_params_digest_is_canonical() -> None:
     assert params_digest(reordered) == params_digest(PARAMS)
     assert params_digest(None) == params_digest({}) == params_digest({"_meta": {}, "inputResponses": {}, "requestState": "x"})
     assert params_digest({"a": 1.5}) != params_digest({"a": 1})
+    assert params_digest([1, 2]) != params_digest([2, 1]) != params_digest({})  # type: ignore[arg-type]
     # only the top level is excluded: a tool argument called _meta still counts
     assert params_digest({"arguments": {"_meta": 1}}) != params_digest({"arguments": {}})
 
