@@ -25,9 +25,10 @@ expiry, the method, the params digest and the principal. Every failure raises a 
 :class:`RequestStateError`, an :class:`~mcp_sync.errors.McpError` with code ``-32602``
 (invalid params) whose ``data`` names the reason, so a server can send it as the answer.
 
-A sealed state can be replayed until it expires; where a replay matters, the server records
-:attr:`OpenedState.nonce` and refuses a nonce it has seen (the spec asks a server to enforce
-single use itself).
+A sealed state can be replayed until it expires unless the sealer has a
+:class:`ReplayGuard`: then each state opens once and again raises :class:`StateReplayed`
+(the spec asks a server to enforce single use itself). :class:`MemoryReplayGuard` guards one
+process; several processes need a guard backed by a store they share.
 """
 
 from __future__ import annotations
@@ -35,16 +36,18 @@ from __future__ import annotations
 import base64
 import binascii
 import hashlib
+import heapq
 import hmac
 import json
 import math
 import os
 import re
 import secrets
+import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from .errors import McpError
 from .jsonrpc import INVALID_PARAMS
@@ -65,6 +68,9 @@ __all__ = [
     "StateKeyUnknown",
     "StateExpired",
     "StateMismatch",
+    "StateReplayed",
+    "ReplayGuard",
+    "MemoryReplayGuard",
     "PayloadTooLarge",
     "encryption_available",
     "generate_key",
@@ -153,6 +159,12 @@ class StateMismatch(RequestStateError):
     def __init__(self, reason: str) -> None:
         self.reason = reason
         super().__init__(reason.replace("_", " "))
+
+
+class StateReplayed(RequestStateError):
+    """Authentic and valid, but already opened once (refused by the sealer's replay guard)."""
+
+    reason = "replayed"
 
 
 class PayloadTooLarge(ValueError):
@@ -337,7 +349,59 @@ class OpenedState:
     issued_at: float
     expires_at: float
     nonce: str
-    """Random per seal; a server enforcing single use records it until :attr:`expires_at`."""
+    """Random per seal; what a :class:`ReplayGuard` records until :attr:`expires_at`."""
+
+
+class ReplayGuard(Protocol):
+    """Remembers the nonces of opened states, so that each state opens once."""
+
+    def claim(self, nonce: str, expires_at: float) -> bool:
+        """Record ``nonce`` until ``expires_at`` (epoch seconds); ``False`` if it was recorded.
+
+        Must be atomic: of concurrent claims of one nonce, exactly one returns ``True``.
+        """
+        ...
+
+
+class MemoryReplayGuard:
+    """A :class:`ReplayGuard` in this process's memory (thread-safe, bounded).
+
+    Args:
+        max_entries: nonces remembered at most. When full, expired ones are forgotten first,
+            then those expiring soonest -- a state whose nonce was forgotten that way could be
+            opened again, so size it above the states opened per TTL.
+        clock: seconds since the epoch, as the sealer's.
+
+    Retries that reach another process are not seen here: behind several workers, implement
+    :class:`ReplayGuard` on a shared store (for example a database insert on a unique key).
+    """
+
+    def __init__(self, *, max_entries: int = 100_000, clock: Callable[[], float] = time.time) -> None:
+        if max_entries < 1:
+            raise ValueError("max_entries must be at least 1")
+        self.max_entries = max_entries
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._expiry: dict[str, float] = {}
+        self._by_expiry: list[tuple[float, str]] = []
+
+    def claim(self, nonce: str, expires_at: float) -> bool:
+        """See :meth:`ReplayGuard.claim`."""
+        with self._lock:
+            now = self._clock()
+            while self._by_expiry and self._by_expiry[0][0] <= now:
+                self._expiry.pop(heapq.heappop(self._by_expiry)[1], None)
+            if nonce in self._expiry:
+                return False
+            while len(self._expiry) >= self.max_entries:
+                self._expiry.pop(heapq.heappop(self._by_expiry)[1], None)
+            self._expiry[nonce] = expires_at
+            heapq.heappush(self._by_expiry, (expires_at, nonce))
+            return True
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._expiry)
 
 
 class StateSealer:
@@ -353,6 +417,8 @@ class StateSealer:
             mcp_sync does not depend on), so the payload is confidential as well as
             authenticated. Without it (the default) the payload is signed with HMAC-SHA256 and
             readable by the client. Either sealer opens states of both forms.
+        replay_guard: if given, each state opens once; opening it again raises
+            :class:`StateReplayed`. Claimed only after every other check passed.
 
     Thread-safe: it holds no mutable state.
     """
@@ -365,6 +431,7 @@ class StateSealer:
         max_chars: int = MAX_STATE_CHARS,
         clock: Callable[[], float] = time.time,
         encrypt: bool = False,
+        replay_guard: ReplayGuard | None = None,
     ) -> None:
         if encrypt and not encryption_available():
             raise RuntimeError("encrypt=True needs the cryptography package")
@@ -376,6 +443,7 @@ class StateSealer:
         self.ttl = ttl
         self.max_chars = max_chars
         self.encrypt = encrypt
+        self.replay_guard = replay_guard
         self._clock = clock
 
     def seal(self, payload: Any, *, method: str, params: Mapping[str, Any] | None, principal: str | None = None) -> str:
@@ -423,7 +491,7 @@ class StateSealer:
 
         Raises:
             StateTooLarge, StateMalformed, StateKeyUnknown, StateTampered, StateExpired,
-            StateMismatch: all :class:`RequestStateError`, ``-32602``.
+            StateMismatch, StateReplayed: all :class:`RequestStateError`, ``-32602``.
         """
         if not isinstance(state, str):
             raise StateMalformed("not a string")
@@ -441,7 +509,10 @@ class StateSealer:
         expected_sub = "" if principal is None else _principal_tag(secret, principal)
         if not hmac.compare_digest(body.get("sub", "").encode("utf-8"), expected_sub.encode("ascii")):
             raise StateMismatch("principal_mismatch")
-        return OpenedState(body["p"], key_id, body["iat"] / 1000, body["exp"] / 1000, body["n"])
+        opened = OpenedState(body["p"], key_id, body["iat"] / 1000, body["exp"] / 1000, body["n"])
+        if self.replay_guard is not None and not self.replay_guard.claim(opened.nonce, opened.expires_at):
+            raise StateReplayed()
+        return opened
 
 
     def _authenticate(self, state: str) -> tuple[str, bytes, bytes]:

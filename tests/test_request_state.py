@@ -7,6 +7,7 @@ import hashlib
 import hmac
 import json
 import subprocess
+import threading
 from typing import Any
 
 import pytest
@@ -17,12 +18,14 @@ from mcp_sync.request_state import (
     DEFAULT_TTL,
     MIN_KEY_BYTES,
     KeyRing,
+    MemoryReplayGuard,
     PayloadTooLarge,
     RequestStateError,
     StateExpired,
     StateKeyUnknown,
     StateMalformed,
     StateMismatch,
+    StateReplayed,
     StateSealer,
     StateTampered,
     StateTooLarge,
@@ -509,3 +512,59 @@ def test_without_cryptography_encryption_is_refused_and_encrypted_states_are_mal
     done = subprocess.run([PYTHON, "-c", WITHOUT_CRYPTOGRAPHY], input=state, capture_output=True, text=True, env=env, cwd=ROOT, timeout=60)
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["data"] == {"reason": "malformed"}
+
+
+# --------------------------------------------------------------------------- single use
+
+
+def test_with_a_replay_guard_a_state_opens_once() -> None:
+    s = sealer(replay_guard=MemoryReplayGuard())
+    state = s.seal(PAYLOAD, method=METHOD, params=PARAMS)
+    with pytest.raises(StateMismatch):  # a refused attempt does not use the state up
+        s.open(state, method=METHOD, params={"name": "other"})
+    assert s.open(state, method=METHOD, params=PARAMS) == PAYLOAD
+    with pytest.raises(StateReplayed) as caught:
+        s.open(state, method=METHOD, params=PARAMS)
+    assert caught.value.to_error_object()["data"] == {"reason": "replayed"}
+    assert s.open(s.seal(PAYLOAD, method=METHOD, params=PARAMS), method=METHOD, params=PARAMS) == PAYLOAD
+    assert sealer().open(state, method=METHOD, params=PARAMS) == PAYLOAD, "the guard belongs to one sealer"
+
+
+def test_concurrent_opens_of_one_state_let_exactly_one_through() -> None:
+    s = sealer(replay_guard=MemoryReplayGuard())
+    state = s.seal(PAYLOAD, method=METHOD, params=PARAMS)
+    workers = 8
+    barrier = threading.Barrier(workers)
+    outcomes: list[str] = []
+    lock = threading.Lock()
+
+    def attempt() -> None:
+        barrier.wait(timeout=30)
+        try:
+            s.open(state, method=METHOD, params=PARAMS)
+            outcome = "opened"
+        except StateReplayed:
+            outcome = "replayed"
+        with lock:
+            outcomes.append(outcome)
+
+    threads = [threading.Thread(target=attempt) for _ in range(workers)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=30)
+    assert sorted(outcomes) == ["opened"] + ["replayed"] * (workers - 1)
+
+
+def test_the_memory_guard_forgets_expired_nonces_and_stays_bounded() -> None:
+    clock = Clock()
+    guard = MemoryReplayGuard(max_entries=2, clock=clock)
+    assert guard.claim("a", clock.now + 10) and guard.claim("b", clock.now + 20)
+    assert not guard.claim("a", clock.now + 10)
+    assert guard.claim("c", clock.now + 30)  # full: "a", expiring soonest, is forgotten
+    assert len(guard) == 2 and not guard.claim("b", clock.now + 20) and not guard.claim("c", clock.now + 30)
+    clock.now += 25
+    assert guard.claim("d", clock.now + 10)  # "b" expired and is forgotten
+    assert len(guard) == 2
+    with pytest.raises(ValueError):
+        MemoryReplayGuard(max_entries=0)
