@@ -544,10 +544,14 @@ class StateSealer:
 
 
 def _b64decode_part(text: str) -> bytes:
+    """Decode base64url, refusing the non-canonical spellings of the same bytes."""
     try:
-        return _b64decode(text)
+        data = _b64decode(text)
     except (binascii.Error, ValueError):
         raise StateMalformed("undecodable payload") from None
+    if _b64encode(data) != text:
+        raise StateMalformed("undecodable payload")
+    return data
 
 
 def _aead(secret: bytes) -> Any:

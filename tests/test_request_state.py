@@ -448,11 +448,13 @@ def test_an_encrypted_state_round_trips_and_hides_its_payload() -> None:
 
 
 @needs_cryptography
-def test_every_changed_character_of_an_encrypted_state_is_refused() -> None:
+@pytest.mark.parametrize("padding", ["", "x", "xx"])
+def test_every_changed_character_of_an_encrypted_state_is_refused(padding: str) -> None:
     s = sealer(ring(k1=SECRET_A, k2=SECRET_B), encrypt=True)
-    state = s.seal(PAYLOAD, method=METHOD, params=PARAMS)
+    state = s.seal({**PAYLOAD, "pad": padding}, method=METHOD, params=PARAMS)
     for index in range(len("e1.k1."), len(state)):
-        with pytest.raises(StateTampered):
+        # the last character may only change bits that base64 leaves unused
+        with pytest.raises((StateTampered, StateMalformed)):
             s.open(replace_char(state, index), method=METHOD, params=PARAMS)
     with pytest.raises(StateTampered):  # the key id is authenticated too
         s.open(state.replace("e1.k1.", "e1.k2.", 1), method=METHOD, params=PARAMS)
