@@ -20,8 +20,7 @@ checks are the same.
 
 :meth:`StateSealer.open` checks, in this order and before the payload is parsed: the type and
 size of the string, its shape, the key id, the signature (compared in constant time) or the
-authentication tag; then the
-expiry, the method, the params digest and the principal. Every failure raises a subclass of
+authentication tag; then the expiry, the method, the params digest and the principal. Every failure raises a subclass of
 :class:`RequestStateError`, an :class:`~mcp_sync.errors.McpError` with code ``-32602``
 (invalid params) whose ``data`` names the reason, so a server can send it as the answer.
 
