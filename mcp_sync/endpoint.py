@@ -55,7 +55,7 @@ from .protocol import (
     OutboundRequest,
     OutboundState,
     Progress,
-    Protocol,
+    RequestRegistry,
     Send,
     Settle,
 )
@@ -328,7 +328,7 @@ class Endpoint:
         self._inline = dict(inline_handlers or {})
         self.name = name
         self._lock = threading.Lock()
-        self._core = Protocol(CancelToken)
+        self._core = RequestRegistry(CancelToken)
         # (encoded message, id of the inbound request it relates to, if any)
         self._outbox: deque[tuple[bytes, RequestId | None]] = deque()
         write_related = getattr(transport, "write_related", None)

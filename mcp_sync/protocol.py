@@ -47,7 +47,6 @@ from .jsonrpc import (
 )
 
 __all__ = [
-    "Direction",
     "InboundState",
     "OutboundState",
     "InboundRequest",
@@ -60,7 +59,7 @@ __all__ = [
     "Progress",
     "Dropped",
     "Action",
-    "Protocol",
+    "RequestRegistry",
     "UNCANCELLABLE_METHODS",
     "CANCELLED_METHOD",
     "PROGRESS_METHOD",
@@ -72,13 +71,6 @@ UNCANCELLABLE_METHODS = frozenset({"initialize"})
 """Requests that are never cancelled on the wire and whose cancellation is ignored."""
 
 _RECENT_CANCELS = 4096
-
-
-class Direction(enum.Enum):
-    """Who issued a request: the peer (``INBOUND``) or us (``OUTBOUND``)."""
-
-    INBOUND = "inbound"
-    OUTBOUND = "outbound"
 
 
 class InboundState(enum.Enum):
@@ -103,8 +95,6 @@ class InboundRequest:
     """A request the peer sent us, with its cancellation token."""
 
     __slots__ = ("id", "method", "params", "token", "state", "cancel_reason", "__weakref__")
-
-    direction = Direction.INBOUND
 
     def __init__(self, request: Request, token: Any) -> None:
         self.id: RequestId = request.id
@@ -132,8 +122,6 @@ class OutboundRequest:
     """A request we sent the peer. ``context`` is the driver's own object (its future)."""
 
     __slots__ = ("id", "method", "state", "progress_token", "context", "cancelled", "__weakref__")
-
-    direction = Direction.OUTBOUND
 
     def __init__(self, request_id: int, method: str, context: Any) -> None:
         self.id = request_id
@@ -221,8 +209,8 @@ def _our_id(response_id: RequestId) -> int | None:
     return response_id
 
 
-class Protocol:
-    """The state of one JSON-RPC connection, without I/O.
+class RequestRegistry:
+    """The requests in flight on one JSON-RPC connection, both directions, without I/O.
 
     ``token_factory`` makes the cancellation handle of each inbound request at registration
     (the driver passes :class:`~mcp_sync.cancel.CancelToken`).

@@ -12,7 +12,7 @@ import pytest
 from endpoint_support import WAIT, raw_server
 from mcp_sync.errors import PeerMisbehaved
 from mcp_sync.jsonrpc import decode
-from mcp_sync.protocol import Dropped, OutboundState, Protocol, Settle
+from mcp_sync.protocol import Dropped, OutboundState, RequestRegistry, Settle
 
 
 def _line(obj) -> bytes:
@@ -37,7 +37,7 @@ def _nest(depth: int):
 
 @pytest.mark.parametrize("kind", sorted(INVALID_RESPONSES))
 def test_core_fails_the_named_call_at_once(kind):
-    proto = Protocol(object)
+    proto = RequestRegistry(object)
     out, _ = proto.send_request("tools/call", None, context="ctx")
     other, _ = proto.send_request("tools/list", None)
     actions = proto.receive(decode(_line(INVALID_RESPONSES[kind](out.id))))
@@ -54,7 +54,7 @@ def test_core_fails_the_named_call_at_once(kind):
 
 
 def test_core_invalid_response_for_an_unknown_id_is_only_dropped():
-    proto = Protocol(object)
+    proto = RequestRegistry(object)
     out, _ = proto.send_request("tools/call", None)
     actions = proto.receive(decode(_line(INVALID_RESPONSES["result and error"](out.id + 10))))
     assert all(isinstance(a, Dropped) for a in actions), actions
@@ -62,7 +62,7 @@ def test_core_invalid_response_for_an_unknown_id_is_only_dropped():
 
 
 def test_core_invalid_response_after_cancellation_is_only_dropped():
-    proto = Protocol(object)
+    proto = RequestRegistry(object)
     out, _ = proto.send_request("tools/call", None)
     proto.cancel_outbound(out, "user")
     actions = proto.receive(decode(_line(INVALID_RESPONSES["result and error"](out.id))))

@@ -24,7 +24,7 @@ from mcp_sync.protocol import (
     InboundState,
     OutboundState,
     Progress,
-    Protocol,
+    RequestRegistry,
     Send,
     Settle,
 )
@@ -41,8 +41,8 @@ class FakeToken:
 
 
 @pytest.fixture
-def proto() -> Protocol:
-    return Protocol(FakeToken)
+def proto() -> RequestRegistry:
+    return RequestRegistry(FakeToken)
 
 
 def req(id_, method="tools/call", params=None) -> Request:
@@ -69,7 +69,7 @@ def only_dropped(actions, detail: str | None = None) -> Dropped:
     return action
 
 
-def dispatch(proto: Protocol, id_, method="tools/call", params=None):
+def dispatch(proto: RequestRegistry, id_, method="tools/call", params=None):
     actions = proto.receive(req(id_, method, params))
     assert len(actions) == 1 and isinstance(actions[0], Dispatch), actions
     return actions[0].request
@@ -558,7 +558,7 @@ def test_send_request_after_connection_lost_raises(proto):
 
 
 def test_real_cancel_token_factory():
-    proto = Protocol(CancelToken)
+    proto = RequestRegistry(CancelToken)
     request = dispatch(proto, 1)
     assert isinstance(request.token, CancelToken)
     assert not request.token.cancelled, "the core never fires tokens itself"
