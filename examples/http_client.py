@@ -29,7 +29,7 @@ import sys
 from typing import Any
 
 from mcp_sync import Client, ConnectionClosed, McpError, RequestTimeout
-from mcp_sync.transports.http_client import HttpError
+from mcp_sync.errors import HttpError
 
 
 def say(text: str) -> None:

@@ -3,11 +3,11 @@
 Blocking code can issue, cancel and serve MCP requests from plain threads, without asyncio.
 """
 
-from .cancel import CancelToken, Cancelled
+from .cancel import CancelToken
 from .client import Client
 from .context import Context
 from .endpoint import Endpoint, EndpointStats, PendingCall
-from .errors import CapabilityError, ConnectionClosed, McpError, PeerMisbehaved, RequestTimeout, ServerExited
+from .errors import Cancelled, CapabilityError, ConnectionClosed, McpError, PeerMisbehaved, RequestTimeout, ServerExited
 from .server import Server, ServerHandle, ServerSession, ServerStats
 from .transports import MemoryTransport, StdioTransport, SubprocessTransport, memory_pair
 

@@ -1,4 +1,4 @@
-"""Cancellation primitives: :class:`CancelToken` and :class:`Cancelled`.
+"""Cancellation: :class:`CancelToken` (it raises :class:`~mcp_sync.errors.Cancelled`).
 
 A token is a one-shot flag (a :class:`threading.Event` is made only when a thread first waits
 on it, so the token every request carries costs little). Whoever wants a piece of work to stop
@@ -13,7 +13,6 @@ is logged and does not disturb the others.
 
 from __future__ import annotations
 
-import concurrent.futures
 import logging
 import threading
 import time
@@ -21,8 +20,9 @@ import weakref
 from typing import Any, Callable
 
 from . import deadlines
+from .errors import Cancelled
 
-__all__ = ["CancelToken", "Cancelled", "WAIT_SLICE"]
+__all__ = ["CancelToken", "WAIT_SLICE"]
 
 _log = logging.getLogger("mcp_sync.cancel")
 
@@ -30,14 +30,6 @@ WAIT_SLICE = 0.1
 """Longest single blocking wait, in seconds, so that signals (Ctrl-C) are seen promptly."""
 
 Callback = Callable[["CancelToken"], object]
-
-
-class Cancelled(concurrent.futures.CancelledError):
-    """The work was cancelled. ``reason`` is what the canceller said, if anything."""
-
-    def __init__(self, reason: str | None = None) -> None:
-        super().__init__(reason or "cancelled")
-        self.reason = reason
 
 
 class CancelToken:

@@ -31,7 +31,7 @@ from typing import Any, Callable, Iterator, Sequence, TextIO
 
 from pydantic import BaseModel
 
-from .cancel import Cancelled
+from .errors import Cancelled
 from .cli_output import ProgressDisplay, content_lines, print_json
 from .cli_parser import (
     EXIT_ERROR,

@@ -10,7 +10,7 @@ Example::
 
 One client may be shared by many threads. Every call takes ``timeout=`` (the call is then
 cancelled on the wire and :class:`~mcp_sync.errors.RequestTimeout` raised) and
-``cancel_token=`` (cancelling it cancels the call: :class:`~mcp_sync.cancel.Cancelled`).
+``cancel_token=`` (cancelling it cancels the call: :class:`~mcp_sync.errors.Cancelled`).
 Ctrl-C during a call cancels it on the wire, then propagates.
 """
 

@@ -54,7 +54,7 @@ class Context:
         return self.cancel_token.wait(timeout)
 
     def raise_if_cancelled(self) -> None:
-        """Raise :class:`~mcp_sync.cancel.Cancelled` if the request is cancelled."""
+        """Raise :class:`~mcp_sync.errors.Cancelled` if the request is cancelled."""
         self.cancel_token.raise_if_cancelled()
 
     def on_cancel(self, callback: Callable[[], Any]) -> None:

@@ -13,7 +13,8 @@ import threading
 import time
 from typing import Any, TextIO
 
-from .cancel import Cancelled, CancelToken
+from .cancel import CancelToken
+from .errors import Cancelled
 from .client import Client
 from .context import Context
 from .errors import RequestTimeout

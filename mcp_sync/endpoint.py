@@ -30,8 +30,8 @@ from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Mapping
 
 from . import deadlines
-from .cancel import WAIT_SLICE, Cancelled, CancelToken
-from .errors import ConnectionClosed, McpError, RequestTimeout, describe_base_exception
+from .cancel import WAIT_SLICE, CancelToken
+from .errors import Cancelled, ConnectionClosed, McpError, RequestTimeout, WaitTimeout, describe_base_exception
 from .jsonrpc import (
     INTERNAL_ERROR,
     ErrorResponse,
@@ -89,13 +89,6 @@ CALLBACK_QUEUE_FULL = "callback queue full while a callback waits for a reply"
 """The :attr:`Endpoint.dropped` reason of a notification that found the callback queue full
 while the callback being run waited for a reply from the same connection."""
 
-if issubclass(concurrent.futures.TimeoutError, TimeoutError):  # Python >= 3.11: one class
-    WaitTimeout = concurrent.futures.TimeoutError
-else:  # pragma: no cover - Python 3.10
-
-    class WaitTimeout(concurrent.futures.TimeoutError, TimeoutError):  # type: ignore[no-redef]
-        """A wait's own timeout passed (the call goes on): both kinds of TimeoutError."""
-
 
 
 class PendingCall(concurrent.futures.Future):  # type: ignore[type-arg]
@@ -103,7 +96,7 @@ class PendingCall(concurrent.futures.Future):  # type: ignore[type-arg]
 
     Unlike a plain future, :meth:`cancel` works while the request is running on the peer: it
     sends ``notifications/cancelled`` and makes :meth:`result` raise
-    :class:`~mcp_sync.cancel.Cancelled` (a :class:`concurrent.futures.CancelledError`).
+    :class:`~mcp_sync.errors.Cancelled` (a :class:`concurrent.futures.CancelledError`).
     It returns False if the call had already completed. ``wait()`` and ``as_completed()``
     work as with any future.
 
@@ -215,7 +208,7 @@ class PendingCall(concurrent.futures.Future):  # type: ignore[type-arg]
 
         Raises :class:`~mcp_sync.errors.McpError` for an error from the peer,
         :class:`~mcp_sync.errors.RequestTimeout` when the call's ``timeout=`` expired,
-        :class:`~mcp_sync.cancel.Cancelled` when it was cancelled,
+        :class:`~mcp_sync.errors.Cancelled` when it was cancelled,
         :class:`~mcp_sync.errors.ConnectionClosed` when the connection ended,
         :class:`~mcp_sync.errors.PeerMisbehaved` when the peer's response was invalid, and
         :class:`TimeoutError` if *this wait's* ``timeout`` passes (the call goes on).

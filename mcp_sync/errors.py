@@ -1,27 +1,61 @@
-"""Exceptions raised by mcp_sync.
+"""Every exception mcp_sync raises, in one place.
+
+The tree (stdlib bases in brackets; code that catches those keeps working)::
+
+    Exception
+     +-- McpError                     the peer answered with a JSON-RPC error
+     |    +-- ArgumentError           arguments that do not match a handler's schema (-32602)
+     +-- PeerMisbehaved               the peer broke the protocol for one call
+     +-- ResponseTooLarge             an HTTP answer over the client's limit
+     +-- [RuntimeError]
+     |    +-- CapabilityError         a feature the peer did not declare
+     +-- [ConnectionError]
+     |    +-- ConnectionClosed        the connection ended under a call, or was closed
+     |         +-- ServerExited       a spawned server process ended on its own
+     |         +-- RequestNotSent     an HTTP request never reached the server
+     |         +-- HttpError          the server refused a message with an HTTP status
+     |              +-- SessionEnded  404 for our HTTP session
+     +-- [TimeoutError]
+     |    +-- RequestTimeout          a call's ``timeout=`` expired
+     |    +-- WaitTimeout             a wait's own timeout passed (the call goes on)
+     +-- [concurrent.futures.CancelledError]
+          +-- Cancelled               the work was cancelled
+
+(:class:`WaitTimeout` is also a :class:`concurrent.futures.TimeoutError`; on Python >= 3.11 it
+is that class.)
 
 Two families, kept apart on purpose:
 
 * errors the **peer** reported or caused (:class:`McpError` carries a JSON-RPC error object the
   peer sent; :class:`ConnectionClosed` means the transport ended under a pending call);
-* errors of **local** origin (:class:`RequestTimeout`, :class:`~mcp_sync.cancel.Cancelled`, and
+* errors of **local** origin (:class:`RequestTimeout`, :class:`Cancelled`, and
   ordinary ``ValueError``/``RuntimeError`` for API misuse).
 
-A local failure is never an :class:`McpError`, so it cannot be mistaken for an answer from
-the peer.
+A local failure is never an :class:`McpError` (:class:`ArgumentError` is the error a local
+handler answers the peer with), so it cannot be mistaken for an answer from the peer.
 """
 
 from __future__ import annotations
 
+import concurrent.futures
 from typing import Any
+
+from .jsonrpc import INVALID_PARAMS
 
 __all__ = [
     "McpError",
+    "ArgumentError",
     "ConnectionClosed",
+    "ServerExited",
+    "RequestNotSent",
+    "HttpError",
+    "SessionEnded",
+    "ResponseTooLarge",
     "RequestTimeout",
+    "WaitTimeout",
+    "Cancelled",
     "CapabilityError",
     "PeerMisbehaved",
-    "ServerExited",
     "describe_base_exception",
 ]
 
@@ -45,12 +79,19 @@ class McpError(Exception):
         self.message = message
         self.data = data
 
-    def to_error_object(self) -> dict[str, Any]:
-        """The JSON-RPC ``error`` member for this error."""
-        error: dict[str, Any] = {"code": self.code, "message": self.message}
-        if self.data is not None:
-            error["data"] = self.data
-        return error
+
+
+class ArgumentError(McpError):
+    """Arguments that do not match a handler's schema (a -32602 error).
+
+    ``problems`` has one line per problem, naming the argument and what was expected. A
+    tool reports it as a tool error (``isError: true``) instead, so that the model can
+    correct its call; prompts and resource templates answer with the JSON-RPC error.
+    """
+
+    def __init__(self, problems: list[str]) -> None:
+        super().__init__(INVALID_PARAMS, "Invalid arguments: " + "; ".join(problems))
+        self.problems = problems
 
 
 class ConnectionClosed(ConnectionError):
@@ -83,8 +124,63 @@ class ServerExited(ConnectionClosed):
         self.what = message if what is None else what
 
 
+class HttpError(ConnectionClosed):
+    """The server refused a message with an HTTP error status (401, 403, 4xx, 5xx)."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+
+    def __reduce__(self) -> tuple[Any, ...]:  # copy.copy() and pickle keep the status
+        return (type(self), (self.status, str(self)))
+
+
+class SessionEnded(HttpError):
+    """The server answered 404 for our session: it ended (or never existed)."""
+
+
+class RequestNotSent(ConnectionClosed):
+    """This request never reached the server (connection refused, or reset before its body
+    was sent): the server did not run it, so it is safe to send again. Unlike other
+    :class:`ConnectionClosed` errors, only this call failed: the
+    connection stays up (code that catches ``ConnectionClosed`` for an unreachable server
+    still catches it)."""
+
+
+class ResponseTooLarge(Exception):
+    """The answer to this call (a JSON body, or an SSE event on its stream) is larger than
+    the client's limit; it was not read. The connection stays up.
+
+    Attributes:
+        limit: the limit in bytes (``max_response_bytes`` or ``max_event_bytes``).
+    """
+
+    def __init__(self, message: str, limit: int) -> None:
+        super().__init__(message)
+        self.limit = limit
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (str(self), self.limit))
+
+
 class RequestTimeout(TimeoutError):
     """A call's ``timeout=`` expired; ``notifications/cancelled`` was sent to the peer."""
+
+
+if issubclass(concurrent.futures.TimeoutError, TimeoutError):  # Python >= 3.11: one class
+    WaitTimeout = concurrent.futures.TimeoutError
+else:  # pragma: no cover - Python 3.10
+
+    class WaitTimeout(concurrent.futures.TimeoutError, TimeoutError):  # type: ignore[no-redef]
+        """A wait's own timeout passed (the call goes on): both kinds of TimeoutError."""
+
+
+class Cancelled(concurrent.futures.CancelledError):
+    """The work was cancelled. ``reason`` is what the canceller said, if anything."""
+
+    def __init__(self, reason: str | None = None) -> None:
+        super().__init__(reason or "cancelled")
+        self.reason = reason
 
 
 class CapabilityError(RuntimeError):

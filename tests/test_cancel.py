@@ -11,7 +11,8 @@ import time
 import pytest
 
 from mcp_sync import deadlines
-from mcp_sync.cancel import Cancelled, CancelToken
+from mcp_sync.cancel import CancelToken
+from mcp_sync.errors import Cancelled
 
 
 def wait_until(predicate, timeout: float = 5.0, message: str = "condition not met") -> None:

@@ -22,7 +22,8 @@ from endpoint_support import (
     wait_until_blocked_in,
 )
 from mcp_sync import deadlines
-from mcp_sync.cancel import Cancelled, CancelToken
+from mcp_sync.cancel import CancelToken
+from mcp_sync.errors import Cancelled
 from mcp_sync.endpoint import Endpoint, PendingCall
 from mcp_sync.errors import ConnectionClosed, McpError, RequestTimeout
 from mcp_sync.jsonrpc import INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND, PARSE_ERROR

@@ -24,7 +24,8 @@ import pytest
 
 from endpoint_support import WAIT, endpoint_pair, wait_until
 from mcp_sync import deadlines
-from mcp_sync.cancel import Cancelled, CancelToken
+from mcp_sync.cancel import CancelToken
+from mcp_sync.errors import Cancelled
 from mcp_sync.errors import RequestTimeout
 from mcp_sync.protocol import Dispatch
 

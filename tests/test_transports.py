@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from endpoint_support import WAIT, wait_until
-from mcp_sync.cancel import Cancelled
+from mcp_sync.errors import Cancelled
 from mcp_sync.endpoint import Endpoint
 from mcp_sync.errors import ConnectionClosed
 from mcp_sync.transports.base import FdLineReader, Transport

@@ -20,11 +20,10 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 from pydantic.fields import FieldInfo
 
 from ..context import Context
-from ..errors import McpError
-from ..jsonrpc import INVALID_PARAMS
+from ..errors import ArgumentError
 from .schemas import DeclaredSchema, bounded_problems
 
-__all__ = ["ArgumentError", "Signature", "inspect_handler", "parse_docstring"]
+__all__ = ["Signature", "inspect_handler", "parse_docstring"]
 
 _ARGS_HEADER = re.compile(r"^\s*(Args|Arguments|Parameters|Params)\s*:\s*$")
 _ARG_LINE = re.compile(r"^\s*(\*{0,2}\w+)\s*(\([^)]*\))?\s*:\s*(.*)$")
@@ -115,19 +114,6 @@ def _with_description(annotation: Any, default: Any, description: str | None) ->
     return annotation, default
 
 
-class ArgumentError(McpError):
-    """Arguments that do not match a handler's schema (a -32602 error).
-
-    ``problems`` has one line per problem, naming the argument and what was expected. A
-    tool reports it as a tool error (``isError: true``) instead, so that the model can
-    correct its call; prompts and resource templates answer with the JSON-RPC error.
-    """
-
-    def __init__(self, problems: list[str]) -> None:
-        super().__init__(INVALID_PARAMS, "Invalid arguments: " + "; ".join(problems))
-        self.problems = problems
-
-
 _MAX_SHOWN_INPUT = 60
 """Characters of a rejected value quoted in an error message."""
 
@@ -176,7 +162,7 @@ class Signature:
     def bind(self, arguments: dict[str, Any] | None, ctx: Context | None) -> dict[str, Any]:
         """Validate ``arguments`` and build the call's keyword arguments.
 
-        Raises :class:`ArgumentError` (-32602) naming each wrong argument. With a declared
+        Raises :class:`~mcp_sync.errors.ArgumentError` (-32602) naming each wrong argument. With a declared
         schema the values are passed as decoded from JSON (no conversion by type hints);
         arguments the schema allows but no parameter takes are left out unless ``fn`` has
         ``**kwargs``.

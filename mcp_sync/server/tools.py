@@ -6,13 +6,12 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 from .. import deadlines
-from ..cancel import Cancelled, CancelToken
+from ..cancel import CancelToken
 from ..context import Context
-from ..errors import McpError, describe_base_exception
+from ..errors import ArgumentError, Cancelled, McpError, describe_base_exception
 from ..jsonrpc import INVALID_PARAMS
 from ..protocol import InboundRequest
 from .pagination import paginate
-from .signatures import ArgumentError
 from .tool_results import to_call_tool_result, tool_error
 
 if TYPE_CHECKING:  # pragma: no cover

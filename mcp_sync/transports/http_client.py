@@ -47,16 +47,12 @@ import threading
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
-from ..errors import ConnectionClosed, McpError, RequestTimeout
+from ..errors import ConnectionClosed, HttpError, McpError, RequestNotSent, RequestTimeout, ResponseTooLarge, SessionEnded
 from ..jsonrpc import ErrorResponse, InvalidMessage, Response, decode, id_key, is_valid_id
 from .sse import Oversize, SseParser
 
 __all__ = [
     "HttpClientTransport",
-    "HttpError",
-    "SessionEnded",
-    "RequestNotSent",
-    "ResponseTooLarge",
     "ReconnectPolicy",
     "MAX_EVENT_BYTES",
     "MAX_RESPONSE_BYTES",
@@ -77,45 +73,6 @@ GET_STREAM_READY_WAIT = 5.0
 client that wants server-initiated messages has its stream open (or refused) before the
 handshake returns, so a request the server sends right after it is not lost (a server
 without an event store drops what it cannot send at once)."""
-
-
-class HttpError(ConnectionClosed):
-    """The server refused a message with an HTTP error status (401, 403, 4xx, 5xx)."""
-
-    def __init__(self, status: int, message: str) -> None:
-        super().__init__(message)
-        self.status = status
-
-    def __reduce__(self) -> tuple[Any, ...]:  # copy.copy() and pickle keep the status
-        return (type(self), (self.status, str(self)))
-
-
-class SessionEnded(HttpError):
-    """The server answered 404 for our session: it ended (or never existed)."""
-
-
-class RequestNotSent(ConnectionClosed):
-    """This request never reached the server (connection refused, or reset before its body
-    was sent): the server did not run it, so it is safe to send again. Unlike other
-    :class:`~mcp_sync.errors.ConnectionClosed` errors, only this call failed: the
-    connection stays up (code that catches ``ConnectionClosed`` for an unreachable server
-    still catches it)."""
-
-
-class ResponseTooLarge(Exception):
-    """The answer to this call (a JSON body, or an SSE event on its stream) is larger than
-    the client's limit; it was not read. The connection stays up.
-
-    Attributes:
-        limit: the limit in bytes (``max_response_bytes`` or ``max_event_bytes``).
-    """
-
-    def __init__(self, message: str, limit: int) -> None:
-        super().__init__(message)
-        self.limit = limit
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        return (type(self), (str(self), self.limit))
 
 
 @dataclass(frozen=True)

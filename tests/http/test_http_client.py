@@ -35,7 +35,8 @@ from mcp_sync import (
     Server,
 )
 from mcp_sync.jsonrpc import id_key
-from mcp_sync.transports.http_client import HttpClientTransport, HttpError, ReconnectPolicy, SessionEnded
+from mcp_sync.errors import HttpError, SessionEnded
+from mcp_sync.transports.http_client import HttpClientTransport, ReconnectPolicy
 
 
 def full_server(probe: Probe, **options: Any) -> Server:

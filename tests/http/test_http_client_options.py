@@ -20,7 +20,8 @@ from http_support import WAIT, Probe, make_server
 
 from mcp_sync import Client, ConnectionClosed, McpError
 from mcp_sync.http_app import serve_http
-from mcp_sync.transports.http_client import HttpClientTransport, HttpError, ReconnectPolicy, RequestNotSent
+from mcp_sync.errors import HttpError, RequestNotSent
+from mcp_sync.transports.http_client import HttpClientTransport, ReconnectPolicy
 
 
 class RefreshingAuth(httpx.Auth):

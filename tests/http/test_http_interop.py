@@ -32,7 +32,7 @@ from mcp_helpers import as_wire
 
 from mcp_sync import Cancelled, Client, ConnectionClosed, Context, RequestTimeout
 from mcp_sync.errors import McpError
-from mcp_sync.transports.http_client import SessionEnded
+from mcp_sync.errors import SessionEnded
 
 pytestmark = pytest.mark.interop
 

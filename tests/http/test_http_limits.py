@@ -24,7 +24,8 @@ from http_support import WAIT
 
 from mcp_sync import Client, PeerMisbehaved
 from mcp_sync.http_app import serve_http
-from mcp_sync.transports.http_client import ReconnectPolicy, ResponseTooLarge
+from mcp_sync.errors import ResponseTooLarge
+from mcp_sync.transports.http_client import ReconnectPolicy
 
 HUGE = 256 * 1024 * 1024
 CHUNK = b"x" * (1024 * 1024)
@@ -138,7 +139,8 @@ CLIENT = textwrap.dedent(
     """
     import json, sys
     from mcp_sync import Client
-    from mcp_sync.transports.http_client import ReconnectPolicy, ResponseTooLarge
+    from mcp_sync.errors import ResponseTooLarge
+    from mcp_sync.transports.http_client import ReconnectPolicy
 
     def hwm():
         for line in open("/proc/self/status"):

@@ -27,7 +27,8 @@ from mcp_helpers import wait_until
 
 from mcp_sync import Client
 from mcp_sync.http_app import McpWsgiApp
-from mcp_sync.transports.http_client import ReconnectPolicy, RequestNotSent
+from mcp_sync.errors import RequestNotSent
+from mcp_sync.transports.http_client import ReconnectPolicy
 from mcp_sync.transports.http_session import EARLY_CANCEL_BYTES, EARLY_CANCELS, HttpSessionTransport
 from mcp_sync.transports.sse import EventStream
 
