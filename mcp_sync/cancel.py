@@ -15,19 +15,16 @@ from __future__ import annotations
 
 import logging
 import threading
-import time
 import weakref
 from typing import Any, Callable
 
 from . import deadlines
+from ._waiting import wait_sliced
 from .errors import Cancelled
 
-__all__ = ["CancelToken", "WAIT_SLICE"]
+__all__ = ["CancelToken"]
 
 _log = logging.getLogger("mcp_sync.cancel")
-
-WAIT_SLICE = 0.1
-"""Longest single blocking wait, in seconds, so that signals (Ctrl-C) are seen promptly."""
 
 Callback = Callable[["CancelToken"], object]
 
@@ -110,13 +107,7 @@ class CancelToken:
                 if self._event is None:
                     self._event = threading.Event()
                 event = self._event
-        end = None if timeout is None else time.monotonic() + timeout
-        while True:
-            slice_ = WAIT_SLICE if end is None else min(WAIT_SLICE, end - time.monotonic())
-            if slice_ <= 0:
-                return self._cancelled
-            if event.wait(slice_):
-                return True
+        return wait_sliced(lambda: self._cancelled, event.wait, timeout)
 
     def raise_if_cancelled(self) -> None:
         """Raise :class:`Cancelled` (with the reason) if the token is cancelled."""

@@ -30,7 +30,8 @@ from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Mapping
 
 from . import deadlines
-from .cancel import WAIT_SLICE, CancelToken
+from ._waiting import wait_sliced
+from .cancel import CancelToken
 from .errors import Cancelled, ConnectionClosed, McpError, RequestTimeout, WaitTimeout, describe_base_exception
 from .jsonrpc import (
     INTERNAL_ERROR,
@@ -184,21 +185,17 @@ class PendingCall(concurrent.futures.Future):  # type: ignore[type-arg]
         return self._wait_gate(timeout)
 
     def _wait_gate(self, timeout: float | None) -> bool:
-        end = None if timeout is None else time.monotonic() + timeout
         gate = self._done_gate
+
+        def through_gate(seconds: float) -> bool:
+            if gate.acquire(timeout=seconds):
+                gate.release()  # let every other waiter through too
+                return True
+            return False
+
         try:
-            while True:
-                if self.done():  # also if an interrupted waiter left the gate acquired
-                    return True
-                if end is None:
-                    wait = WAIT_SLICE
-                else:
-                    wait = min(WAIT_SLICE, end - time.monotonic())
-                    if wait <= 0:
-                        return self.done()
-                if gate.acquire(timeout=wait):
-                    gate.release()  # let every other waiter through too
-                    return True
+            # done() is checked first: an interrupted waiter may have left the gate acquired
+            return wait_sliced(self.done, through_gate, timeout)
         except KeyboardInterrupt:
             self.cancel("interrupted")
             raise
@@ -361,13 +358,7 @@ class Endpoint:
 
     def wait_closed(self, timeout: float | None = None) -> bool:
         """Block until the connection is closed; returns :attr:`closed`. Sliced for Ctrl-C."""
-        end = None if timeout is None else time.monotonic() + timeout
-        while not self._closed.is_set():
-            remaining = WAIT_SLICE if end is None else min(WAIT_SLICE, end - time.monotonic())
-            if remaining <= 0:
-                break
-            self._closed.wait(remaining)
-        return self._closed.is_set()
+        return wait_sliced(self._closed.is_set, self._closed.wait, timeout)
 
     def add_close_callback(self, callback: Callable[[], Any]) -> None:
         """Run ``callback()`` once the connection is lost (at once if it already is)."""
