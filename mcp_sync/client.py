@@ -8,9 +8,11 @@ Example::
         print([tool.name for tool in client.list_tools()])
         result = client.call_tool("slow", {"seconds": 10}, timeout=2)   # raises RequestTimeout
 
-One client may be shared by many threads. Every call takes ``timeout=`` (the call is then
-cancelled on the wire and :class:`~mcp_sync.errors.RequestTimeout` raised) and
-``cancel_token=`` (cancelling it cancels the call: :class:`~mcp_sync.errors.Cancelled`).
+One client may be shared by many threads. Every call takes the
+:class:`~mcp_sync.call_options.CallOptions`: ``timeout=`` (the call is then cancelled on the
+wire and :class:`~mcp_sync.errors.RequestTimeout` raised; ``None`` waits for ever; left out,
+``default_timeout`` applies) and ``cancel_token=`` (cancelling it cancels the call:
+:class:`~mcp_sync.errors.Cancelled`).
 Ctrl-C during a call cancels it on the wire, then propagates.
 """
 
@@ -22,11 +24,12 @@ import pathlib
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence, Union
 
 from pydantic import BaseModel
+from typing_extensions import Unpack
 
 from . import deadlines
-from .cancel import CancelToken
+from .call_options import CallOptions
 from .context import Context
-from .endpoint import CancelObserver, Endpoint, EndpointStats, PendingCall, ProgressCallback
+from .endpoint import CancelObserver, Endpoint, EndpointStats, PendingCall
 from .errors import CapabilityError, ConnectionClosed, McpError
 from .jsonrpc import METHOD_NOT_FOUND, Notification
 from .protocol import InboundRequest
@@ -99,7 +102,8 @@ class Client(Session):
         on_cancelled: ``on_cancelled(request_id, reason)`` for every
             ``notifications/cancelled`` the server sends (for logs and UIs); runs on the
             callback thread.
-        default_timeout: ``timeout=`` for calls that give none (``None``: wait for ever).
+        default_timeout: the ``timeout`` of calls that give none (``None``: no timeout); see
+            :mod:`mcp_sync.call_options`. Settable later as :attr:`default_timeout`.
         protocol_version: the version to ask for.
 
     Handlers for server-to-client requests run on the client's worker pool with a
@@ -133,6 +137,7 @@ class Client(Session):
             on_cancelled=on_cancelled,
             inline_handlers={"ping": lambda _request: {}},
             name="mcp_sync-client",
+            default_timeout=default_timeout,
         )
         super().__init__(endpoint)
         self.transport = transport
@@ -142,7 +147,6 @@ class Client(Session):
         self.elicitation_handler = elicitation_handler
         self.on_log = on_log
         self.on_notification = on_notification
-        self.default_timeout = deadlines.check_timeout(default_timeout, "default_timeout")
         self.requested_version = protocol_version
         self.server_instructions: str | None = None
         self._server_info: mcp_types.Implementation | None = None
@@ -313,22 +317,22 @@ class Client(Session):
         return self._server_info
 
     @property
+    def default_timeout(self) -> float | None:
+        """The ``timeout`` of calls that give none (``None``: no timeout)."""
+        return self.endpoint.default_timeout
+
+    @default_timeout.setter
+    def default_timeout(self, seconds: float | None) -> None:
+        self.endpoint.default_timeout = deadlines.check_timeout(seconds, "default_timeout")
+
+    @property
     def server_capabilities(self) -> dict[str, Any]:
         """The server's declared capabilities."""
         return self.peer_capabilities
 
     # -- generic calls ------------------------------------------------------------------------
     def submit(
-        self,
-        method: str,
-        params: dict[str, Any] | None = None,
-        *,
-        timeout: float | None = None,
-        cancel_token: CancelToken | None = None,
-        on_progress: ProgressCallback | None = None,
-        reset_timeout_on_progress: bool = False,
-        max_total_timeout: float | None = None,
-        raw: bool = False,
+        self, method: str, params: dict[str, Any] | None = None, *, raw: bool = False, **options: Unpack[CallOptions]
     ) -> PendingCall:
         """Send any request; returns a :class:`~mcp_sync.endpoint.PendingCall` (a
         :class:`concurrent.futures.Future`) at once.
@@ -341,59 +345,43 @@ class Client(Session):
         """
         if not self.initialized and method not in ("initialize", "ping"):
             raise RuntimeError("the client is not initialized; use Client.connect() or Client.stdio()")
-        call = self.send_request(
-            method,
-            params,
-            timeout=self.default_timeout if timeout is None else timeout,
-            cancel_token=cancel_token,
-            on_progress=on_progress,
-            reset_timeout_on_progress=reset_timeout_on_progress,
-            max_total_timeout=max_total_timeout,
-        )
+        call = self.send_request(method, params, **options)
         model = None if raw else CLIENT_REQUEST_RESULTS.get(method)
         return call if model is None else call.decode_result_with(parser_for(model))
 
-    def request(self, method: str, params: dict[str, Any] | None = None, **options: Any) -> Any:
+    def request(self, method: str, params: dict[str, Any] | None = None, **options: Unpack[CallOptions]) -> Any:
         """Send any request and block for its **raw** result dict, whatever the method (see
         :meth:`submit`)."""
         return self.submit(method, params, raw=True, **options).result()
 
-    def ping(self, *, timeout: float | None = None, cancel_token: CancelToken | None = None) -> None:
+    def ping(self, **options: Unpack[CallOptions]) -> None:
         """Ping the server and wait for the answer."""
-        self.submit("ping", None, timeout=timeout, cancel_token=cancel_token, raw=True).result()
+        self.submit("ping", None, **options, raw=True).result()
 
     def _require(self, capability: str, what: str) -> None:
         if not self.peer_supports(capability):
             raise CapabilityError(f"{what}: the server did not declare the {capability!r} capability")
 
     # -- tools --------------------------------------------------------------------------------
-    def list_tools_page(self, cursor: str | None = None, *, timeout: float | None = None, cancel_token: CancelToken | None = None) -> mcp_types.ListToolsResult:
+    def list_tools_page(self, cursor: str | None = None, **options: Unpack[CallOptions]) -> mcp_types.ListToolsResult:
         """One page of ``tools/list`` (pass the previous page's ``next_cursor``)."""
         self._require("tools", "tools/list")
         params = {"cursor": cursor} if cursor is not None else None
-        return self.submit("tools/list", params, timeout=timeout, cancel_token=cancel_token).result()  # type: ignore[no-any-return]
+        return self.submit("tools/list", params, **options).result()  # type: ignore[no-any-return]
 
-    def list_tools(self, *, timeout: float | None = None, cancel_token: CancelToken | None = None) -> list[mcp_types.Tool]:
+    def list_tools(self, **options: Unpack[CallOptions]) -> list[mcp_types.Tool]:
         """Every tool, following ``nextCursor`` through all pages."""
         tools: list[mcp_types.Tool] = []
         cursor: str | None = None
         while True:
-            page = self.list_tools_page(cursor, timeout=timeout, cancel_token=cancel_token)
+            page = self.list_tools_page(cursor, **options)
             tools.extend(page.tools)
             cursor = page.next_cursor
             if not cursor:
                 return tools
 
     def call_tool(
-        self,
-        name: str,
-        arguments: Mapping[str, Any] | None = None,
-        *,
-        timeout: float | None = None,
-        cancel_token: CancelToken | None = None,
-        on_progress: ProgressCallback | None = None,
-        reset_timeout_on_progress: bool = False,
-        max_total_timeout: float | None = None,
+        self, name: str, arguments: Mapping[str, Any] | None = None, **options: Unpack[CallOptions]
     ) -> mcp_types.CallToolResult:
         """Call a tool and block for its result.
 
@@ -401,17 +389,11 @@ class Client(Session):
         a result with ``is_error=True``; an unknown tool raises
         :class:`~mcp_sync.errors.McpError` (-32602).
         """
-        return self.call_tool_future(  # type: ignore[no-any-return]
-            name,
-            arguments,
-            timeout=timeout,
-            cancel_token=cancel_token,
-            on_progress=on_progress,
-            reset_timeout_on_progress=reset_timeout_on_progress,
-            max_total_timeout=max_total_timeout,
-        ).result()
+        return self.call_tool_future(name, arguments, **options).result()  # type: ignore[no-any-return]
 
-    def call_tool_future(self, name: str, arguments: Mapping[str, Any] | None = None, **options: Any) -> PendingCall:
+    def call_tool_future(
+        self, name: str, arguments: Mapping[str, Any] | None = None, **options: Unpack[CallOptions]
+    ) -> PendingCall:
         """Start a tool call and return its :class:`~mcp_sync.endpoint.PendingCall` at once;
         its ``result()`` is the ``CallToolResult`` that :meth:`call_tool` returns.
         ``cancel()`` it from any thread."""
@@ -422,9 +404,9 @@ class Client(Session):
         return self.submit("tools/call", params, **options)
 
     # -- resources ----------------------------------------------------------------------------
-    def _typed(self, capability: str, method: str, params: dict[str, Any] | None, timeout: float | None, cancel_token: CancelToken | None) -> Any:
+    def _typed(self, capability: str, method: str, params: dict[str, Any] | None, options: CallOptions) -> Any:
         self._require(capability, method)
-        return self.submit(method, params, timeout=timeout, cancel_token=cancel_token).result()
+        return self.submit(method, params, **options).result()
 
     def _all_pages(self, page: Callable[[str | None], Any], field: str) -> list[Any]:
         items: list[Any] = []
@@ -436,56 +418,56 @@ class Client(Session):
             if not cursor:
                 return items
 
-    def list_resources_page(self, cursor: str | None = None, *, timeout: float | None = None, cancel_token: CancelToken | None = None) -> mcp_types.ListResourcesResult:
+    def list_resources_page(self, cursor: str | None = None, **options: Unpack[CallOptions]) -> mcp_types.ListResourcesResult:
         """One page of ``resources/list``."""
         params = {"cursor": cursor} if cursor is not None else None
-        return self._typed("resources", "resources/list", params, timeout, cancel_token)  # type: ignore[no-any-return]
+        return self._typed("resources", "resources/list", params, options)  # type: ignore[no-any-return]
 
-    def list_resources(self, *, timeout: float | None = None, cancel_token: CancelToken | None = None) -> list[mcp_types.Resource]:
+    def list_resources(self, **options: Unpack[CallOptions]) -> list[mcp_types.Resource]:
         """Every resource, through all pages."""
-        return self._all_pages(lambda c: self.list_resources_page(c, timeout=timeout, cancel_token=cancel_token), "resources")
+        return self._all_pages(lambda c: self.list_resources_page(c, **options), "resources")
 
-    def list_resource_templates_page(self, cursor: str | None = None, *, timeout: float | None = None, cancel_token: CancelToken | None = None) -> mcp_types.ListResourceTemplatesResult:
+    def list_resource_templates_page(self, cursor: str | None = None, **options: Unpack[CallOptions]) -> mcp_types.ListResourceTemplatesResult:
         """One page of ``resources/templates/list``."""
         params = {"cursor": cursor} if cursor is not None else None
-        return self._typed("resources", "resources/templates/list", params, timeout, cancel_token)  # type: ignore[no-any-return]
+        return self._typed("resources", "resources/templates/list", params, options)  # type: ignore[no-any-return]
 
-    def list_resource_templates(self, *, timeout: float | None = None, cancel_token: CancelToken | None = None) -> list[mcp_types.ResourceTemplate]:
+    def list_resource_templates(self, **options: Unpack[CallOptions]) -> list[mcp_types.ResourceTemplate]:
         """Every resource template, through all pages."""
-        return self._all_pages(lambda c: self.list_resource_templates_page(c, timeout=timeout, cancel_token=cancel_token), "resource_templates")
+        return self._all_pages(lambda c: self.list_resource_templates_page(c, **options), "resource_templates")
 
-    def read_resource(self, uri: str, *, timeout: float | None = None, cancel_token: CancelToken | None = None) -> mcp_types.ReadResourceResult:
+    def read_resource(self, uri: str, **options: Unpack[CallOptions]) -> mcp_types.ReadResourceResult:
         """Read a resource; an unknown URI raises :class:`~mcp_sync.errors.McpError` (-32002)."""
-        return self._typed("resources", "resources/read", {"uri": uri}, timeout, cancel_token)  # type: ignore[no-any-return]
+        return self._typed("resources", "resources/read", {"uri": uri}, options)  # type: ignore[no-any-return]
 
-    def subscribe(self, uri: str, *, timeout: float | None = None, cancel_token: CancelToken | None = None) -> None:
+    def subscribe(self, uri: str, **options: Unpack[CallOptions]) -> None:
         """Subscribe to ``notifications/resources/updated`` for ``uri``."""
         self._require("resources", "resources/subscribe")
         if not self.peer_supports("resources", "subscribe"):
             raise CapabilityError("resources/subscribe: the server does not support subscriptions")
-        self.submit("resources/subscribe", {"uri": uri}, timeout=timeout, cancel_token=cancel_token, raw=True).result()
+        self.submit("resources/subscribe", {"uri": uri}, **options, raw=True).result()
 
-    def unsubscribe(self, uri: str, *, timeout: float | None = None, cancel_token: CancelToken | None = None) -> None:
+    def unsubscribe(self, uri: str, **options: Unpack[CallOptions]) -> None:
         """Stop updates for ``uri``."""
         self._require("resources", "resources/unsubscribe")
-        self.submit("resources/unsubscribe", {"uri": uri}, timeout=timeout, cancel_token=cancel_token, raw=True).result()
+        self.submit("resources/unsubscribe", {"uri": uri}, **options, raw=True).result()
 
     # -- prompts ------------------------------------------------------------------------------
-    def list_prompts_page(self, cursor: str | None = None, *, timeout: float | None = None, cancel_token: CancelToken | None = None) -> mcp_types.ListPromptsResult:
+    def list_prompts_page(self, cursor: str | None = None, **options: Unpack[CallOptions]) -> mcp_types.ListPromptsResult:
         """One page of ``prompts/list``."""
         params = {"cursor": cursor} if cursor is not None else None
-        return self._typed("prompts", "prompts/list", params, timeout, cancel_token)  # type: ignore[no-any-return]
+        return self._typed("prompts", "prompts/list", params, options)  # type: ignore[no-any-return]
 
-    def list_prompts(self, *, timeout: float | None = None, cancel_token: CancelToken | None = None) -> list[mcp_types.Prompt]:
+    def list_prompts(self, **options: Unpack[CallOptions]) -> list[mcp_types.Prompt]:
         """Every prompt, through all pages."""
-        return self._all_pages(lambda c: self.list_prompts_page(c, timeout=timeout, cancel_token=cancel_token), "prompts")
+        return self._all_pages(lambda c: self.list_prompts_page(c, **options), "prompts")
 
-    def get_prompt(self, name: str, arguments: Mapping[str, str] | None = None, *, timeout: float | None = None, cancel_token: CancelToken | None = None) -> mcp_types.GetPromptResult:
+    def get_prompt(self, name: str, arguments: Mapping[str, str] | None = None, **options: Unpack[CallOptions]) -> mcp_types.GetPromptResult:
         """Render a prompt with ``arguments``."""
         params: dict[str, Any] = {"name": name}
         if arguments is not None:
             params["arguments"] = dict(arguments)
-        return self._typed("prompts", "prompts/get", params, timeout, cancel_token)  # type: ignore[no-any-return]
+        return self._typed("prompts", "prompts/get", params, options)  # type: ignore[no-any-return]
 
     # -- completion and logging -----------------------------------------------------------------
     def complete(
@@ -495,8 +477,7 @@ class Client(Session):
         value: str,
         *,
         context_arguments: Mapping[str, str] | None = None,
-        timeout: float | None = None,
-        cancel_token: CancelToken | None = None,
+        **options: Unpack[CallOptions],
     ) -> mcp_types.CompleteResult:
         """Ask for completions of a prompt or resource-template argument.
 
@@ -506,12 +487,12 @@ class Client(Session):
         params: dict[str, Any] = {"ref": dict(ref), "argument": {"name": argument, "value": value}}
         if context_arguments:
             params["context"] = {"arguments": dict(context_arguments)}
-        return self._typed("completions", "completion/complete", params, timeout, cancel_token)  # type: ignore[no-any-return]
+        return self._typed("completions", "completion/complete", params, options)  # type: ignore[no-any-return]
 
-    def set_logging_level(self, level: str, *, timeout: float | None = None, cancel_token: CancelToken | None = None) -> None:
+    def set_logging_level(self, level: str, **options: Unpack[CallOptions]) -> None:
         """Ask the server to send log messages at ``level`` and above."""
         self._require("logging", "logging/setLevel")
-        self.submit("logging/setLevel", {"level": level}, timeout=timeout, cancel_token=cancel_token, raw=True).result()
+        self.submit("logging/setLevel", {"level": level}, **options, raw=True).result()
 
     # -- server-to-client requests --------------------------------------------------------------
     def _handle_request(self, request: InboundRequest) -> Any:

@@ -29,8 +29,11 @@ from collections import Counter, deque
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Mapping
 
+from typing_extensions import Unpack
+
 from . import deadlines
 from ._waiting import wait_sliced
+from .call_options import USE_CLIENT_DEFAULT, CallOptions, ProgressCallback, resolve_timeout
 from .cancel import CancelToken
 from .errors import Cancelled, ConnectionClosed, McpError, RequestTimeout, WaitTimeout, describe_base_exception
 from .jsonrpc import (
@@ -63,7 +66,7 @@ from .protocol import (
 from .transports.base import Transport
 from .workers import MAX_QUEUED_CALLBACKS, CallbackThread, WorkerPool
 
-__all__ = ["Endpoint", "EndpointStats", "PendingCall", "RequestHandler", "ProgressCallback", "CancelObserver"]
+__all__ = ["Endpoint", "EndpointStats", "PendingCall", "RequestHandler", "CancelObserver"]
 
 _log = logging.getLogger("mcp_sync.endpoint")
 _wire = logging.getLogger("mcp_sync.wire")
@@ -80,8 +83,6 @@ RequestHandler = Callable[[InboundRequest], Any]
 :class:`~mcp_sync.errors.McpError` (any other exception becomes -32603)."""
 
 NotificationHandler = Callable[[Notification], Any]
-ProgressCallback = Callable[[float, "float | None", "str | None"], Any]
-"""``on_progress(progress, total, message)``."""
 
 CancelObserver = Callable[[RequestId, "str | None"], Any]
 """``on_cancelled(request_id, reason)``: sees each ``notifications/cancelled`` received."""
@@ -295,6 +296,7 @@ class Endpoint:
         inline_handlers: methods answered on the reader thread by library code that never
             blocks (``ping``); never user code.
         name: prefix of thread names.
+        default_timeout: the ``timeout`` of a call that gives none (``None``: no timeout).
 
     Call :meth:`start` to begin reading, :meth:`close` to end.
     """
@@ -311,6 +313,7 @@ class Endpoint:
         inline_handlers: dict[str, Callable[[InboundRequest], Any]] | None = None,
         name: str = "mcp_sync",
         pool: WorkerPool | None = None,
+        default_timeout: float | None = None,
     ) -> None:
         self._transport = transport
         self._request_handler = request_handler
@@ -335,6 +338,8 @@ class Endpoint:
         self._callbacks = CallbackThread(name, max_queued_callbacks)
         self.on_cancelled = on_cancelled
         """``on_cancelled(request_id, reason)`` for every ``notifications/cancelled`` received."""
+        self.default_timeout = deadlines.check_timeout(default_timeout, "default_timeout")
+        """The ``timeout`` of a call that gives none (``None``: no timeout)."""
         self._reader: threading.Thread | None = None
         self._closed = threading.Event()
         self._close_lock = threading.Lock()
@@ -413,30 +418,23 @@ class Endpoint:
         method: str,
         params: dict[str, Any] | None = None,
         *,
-        timeout: float | None = None,
-        cancel_token: CancelToken | None = None,
-        on_progress: ProgressCallback | None = None,
-        reset_timeout_on_progress: bool = False,
-        max_total_timeout: float | None = None,
         related_request: RequestId | None = None,
+        **options: Unpack[CallOptions],
     ) -> PendingCall:
         """Send a request and return its :class:`PendingCall` at once.
 
         Args:
-            timeout: seconds until the call is cancelled on the wire and fails with
-                :class:`~mcp_sync.errors.RequestTimeout` (a negative value raises
-                :class:`ValueError`).
-            cancel_token: cancelling it cancels the call.
-            on_progress: ``on_progress(progress, total, message)`` for each
-                ``notifications/progress`` the peer sends for this call (adds a
-                ``progressToken``); runs on the callback thread, in order.
-            reset_timeout_on_progress: each progress notification restarts ``timeout``.
-            max_total_timeout: a limit that holds whatever progress arrives.
             related_request: the id of the inbound request on whose behalf this request is
                 made (transports such as Streamable HTTP send it on that request's stream).
+            options: the :class:`~mcp_sync.call_options.CallOptions`; a ``timeout`` left out
+                is :attr:`default_timeout`.
         """
-        deadlines.check_timeout(timeout)
-        deadlines.check_timeout(max_total_timeout, "max_total_timeout")
+        # the one place where the call options become the call's settings
+        timeout = resolve_timeout(options.get("timeout", USE_CLIENT_DEFAULT), self.default_timeout)
+        cancel_token = options.get("cancel_token")
+        on_progress = options.get("on_progress")
+        reset_timeout_on_progress = options.get("reset_timeout_on_progress", False)
+        max_total_timeout = deadlines.check_timeout(options.get("max_total_timeout"), "max_total_timeout")
         future = PendingCall(self, method)
         if cancel_token is not None and cancel_token.cancelled:
             future._cancel_reason = cancel_token.reason
@@ -486,7 +484,7 @@ class Endpoint:
             return timeout
         return min(timeout, max_total)
 
-    def call(self, method: str, params: dict[str, Any] | None = None, **options: Any) -> Any:
+    def call(self, method: str, params: dict[str, Any] | None = None, **options: Unpack[CallOptions]) -> Any:
         """Send a request and block for its result (see :meth:`submit` and
         :meth:`PendingCall.result`). ``KeyboardInterrupt`` cancels it on the wire."""
         return self.submit(method, params, **options).result()

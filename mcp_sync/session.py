@@ -11,8 +11,10 @@ from __future__ import annotations
 import threading
 from typing import Any, Callable, Mapping
 
-from .cancel import CancelToken
-from .endpoint import Endpoint, PendingCall, ProgressCallback
+from typing_extensions import Unpack
+
+from .call_options import CallOptions
+from .endpoint import Endpoint, PendingCall
 from .errors import CapabilityError
 from .jsonrpc import RequestId
 
@@ -94,24 +96,12 @@ class Session:
         method: str,
         params: dict[str, Any] | None = None,
         *,
-        timeout: float | None = None,
-        cancel_token: CancelToken | None = None,
-        on_progress: ProgressCallback | None = None,
-        reset_timeout_on_progress: bool = False,
-        max_total_timeout: float | None = None,
         related_request: RequestId | None = None,
+        **options: Unpack[CallOptions],
     ) -> PendingCall:
-        """Send any request; returns its :class:`~mcp_sync.endpoint.PendingCall`."""
-        return self.endpoint.submit(
-            method,
-            params,
-            timeout=timeout,
-            cancel_token=cancel_token,
-            on_progress=on_progress,
-            reset_timeout_on_progress=reset_timeout_on_progress,
-            max_total_timeout=max_total_timeout,
-            related_request=related_request,
-        )
+        """Send any request; returns its :class:`~mcp_sync.endpoint.PendingCall`
+        (``options``: the :class:`~mcp_sync.call_options.CallOptions`)."""
+        return self.endpoint.submit(method, params, related_request=related_request, **options)
 
     def send_notification(
         self, method: str, params: dict[str, Any] | None = None, *, related_request: RequestId | None = None
@@ -119,9 +109,9 @@ class Session:
         """Send a notification (``related_request``: the inbound request it belongs to)."""
         self.endpoint.notify(method, params, related_request=related_request)
 
-    def ping(self, *, timeout: float | None = None, cancel_token: CancelToken | None = None) -> None:
+    def ping(self, **options: Unpack[CallOptions]) -> None:
         """Send ``ping`` and wait for the (empty) answer."""
-        self.send_request("ping", None, timeout=timeout, cancel_token=cancel_token).result()
+        self.send_request("ping", None, **options).result()
 
     @property
     def closed(self) -> bool:

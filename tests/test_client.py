@@ -25,6 +25,7 @@ from mcp_sync import (
     RequestTimeout,
     Server,
 )
+from mcp_sync.call_options import USE_CLIENT_DEFAULT
 from mcp_helpers import (
     WAIT,
     as_wire,
@@ -180,6 +181,34 @@ def test_default_timeout_applies_to_every_call():
             conn.client.call_tool("waiter")
         settle(conn, probe)
         assert probe.values["cancelled"] is True
+
+
+def test_timeout_none_waits_past_the_default_timeout():
+    """``timeout=None`` means no timeout, even on a client with a default_timeout."""
+    probe = Probe()
+    with connected(gated_server(probe), default_timeout=0.1) as conn:
+        pending = conn.client.call_tool_future("waiter", timeout=None)
+        wait_event(probe.started, "the handler to start")
+        with pytest.raises(concurrent.futures.TimeoutError):  # waits well past 0.1 s
+            pending.result(timeout=0.5)
+        assert not pending.done() and not probe.values["token"].cancelled
+        assert not with_method(conn.wire.received, "notifications/cancelled")
+        assert pending.cancel() is True
+        settle(conn, probe)
+
+
+def test_use_client_default_follows_the_current_default_timeout():
+    probe = Probe()
+    with connected(gated_server(probe)) as conn:
+        assert conn.client.default_timeout is None
+        conn.client.default_timeout = 0.2
+        assert conn.client.endpoint.default_timeout == 0.2
+        with pytest.raises(RequestTimeout, match="timed out after 0.2 s"):
+            conn.client.call_tool("waiter", timeout=USE_CLIENT_DEFAULT)
+        settle(conn, probe)
+        assert probe.values["cancelled"] is True
+        with pytest.raises(ValueError, match="default_timeout"):
+            conn.client.default_timeout = -1
 
 
 def test_cancel_after_completion_returns_false_and_sends_nothing():
