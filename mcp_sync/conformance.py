@@ -180,7 +180,7 @@ class CancellationChecker:
 
     def _ping(self) -> float:
         start = time.perf_counter()
-        self.endpoint.call("ping", None, timeout=10)
+        self.endpoint.request("ping", None, timeout=10)
         return (time.perf_counter() - start) * 1000
 
     def _silent_after(self, name: str, send: Any) -> None:
@@ -275,7 +275,7 @@ class CancellationChecker:
     def _fresh_connection(self) -> bool:
         endpoint = self.open()
         try:
-            result = endpoint.call("initialize", self._initialize_params(), timeout=self.init_timeout)
+            result = endpoint.request("initialize", self._initialize_params(), timeout=self.init_timeout)
         except Exception as exc:
             self._add("a fresh connection initializes", False, f"no initialize result: {exc!r}")
             return False
@@ -316,7 +316,7 @@ class CancellationChecker:
         duration in seconds (measured first), or None if the tool failed."""
         start = time.monotonic()
         try:
-            first = self.endpoint.call("tools/call", {"name": tool, "arguments": arguments}, timeout=120)
+            first = self.endpoint.request("tools/call", {"name": tool, "arguments": arguments}, timeout=120)
         except McpError as exc:
             self._add("in-flight cancel gets no response", False, f"{tool} failed: {exc}")
             return None

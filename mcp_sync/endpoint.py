@@ -484,8 +484,8 @@ class Endpoint:
             return timeout
         return min(timeout, max_total)
 
-    def call(self, method: str, params: dict[str, Any] | None = None, **options: Unpack[CallOptions]) -> Any:
-        """Send a request and block for its result (see :meth:`submit` and
+    def request(self, method: str, params: dict[str, Any] | None = None, **options: Unpack[CallOptions]) -> Any:
+        """Send a request and block for its raw result (see :meth:`submit` and
         :meth:`PendingCall.result`). ``KeyboardInterrupt`` cancels it on the wire."""
         return self.submit(method, params, **options).result()
 

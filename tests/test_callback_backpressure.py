@@ -166,7 +166,7 @@ def test_a_callback_that_calls_the_same_peer_while_the_queue_is_full_gets_its_an
         seen.append(note.params["n"])
         if note.params["n"] == 0:
             wait_until(lambda: flood.client.stats().callback_queue_depth == limit, message="the queue to fill")
-            answers.append(flood.client.call("echo", {"from": "callback"}, timeout=WAIT))
+            answers.append(flood.client.request("echo", {"from": "callback"}, timeout=WAIT))
 
     flood = Flood(client_limit=limit, on_note=on_note)
     try:
@@ -285,11 +285,11 @@ def test_stress_callbacks_calling_the_peer_during_floods(fast_switching):
             assert flood is not None
             seen.append(note.params["n"])
             if note.params["n"] % 10 == 0:
-                answered.append(flood.client.call("echo", {"n": note.params["n"]}, timeout=WAIT))
+                answered.append(flood.client.request("echo", {"n": note.params["n"]}, timeout=WAIT))
 
         flood = Flood(client_limit=2, on_note=on_note)
         try:
-            assert flood.client.call("flood", {"count": 60}, timeout=WAIT * 2) == {"sent": 60}
+            assert flood.client.request("flood", {"count": 60}, timeout=WAIT * 2) == {"sent": 60}
             client = flood.client
 
             def settled() -> bool:  # every notification delivered or dropped, every call answered

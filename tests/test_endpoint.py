@@ -46,7 +46,7 @@ def settle_and_close(p) -> None:
 # =========================================================================================
 def test_call_round_trip():
     with endpoint_pair({"echo": echo}) as p:
-        assert p.client.call("echo", {"text": "hi"}) == {"text": "hi"}
+        assert p.client.request("echo", {"text": "hi"}) == {"text": "hi"}
         call = p.client.submit("echo", {"n": 1})
         assert isinstance(call, PendingCall) and isinstance(call, concurrent.futures.Future)
         assert call.result(WAIT) == {"n": 1}
@@ -57,7 +57,7 @@ def test_call_round_trip():
 
 def test_handler_returning_none_gives_empty_result():
     with endpoint_pair({"nothing": lambda req: None}) as p:
-        assert p.client.call("nothing") == {}
+        assert p.client.request("nothing") == {}
 
 
 def test_handler_errors_become_json_rpc_errors():
@@ -69,14 +69,14 @@ def test_handler_errors_become_json_rpc_errors():
 
     with endpoint_pair({"bad": bad_params, "crash": crash}) as p:
         with pytest.raises(McpError) as info:
-            p.client.call("bad")
+            p.client.request("bad")
         assert (info.value.code, info.value.message, info.value.data) == (INVALID_PARAMS, "Unknown tool", {"name": "nope"})
         with pytest.raises(McpError) as info:
-            p.client.call("crash")
+            p.client.request("crash")
         assert info.value.code == INTERNAL_ERROR
         assert info.value.message == "handler blew up"
         with pytest.raises(McpError) as info:
-            p.client.call("no/such/method")
+            p.client.request("no/such/method")
         assert info.value.code == METHOD_NOT_FOUND
         # exception() returns the error without raising
         assert isinstance(p.client.submit("bad").exception(WAIT), McpError)
@@ -88,7 +88,7 @@ def test_no_request_handler_answers_method_not_found():
     client = Endpoint(a, name="client").start()
     try:
         with pytest.raises(McpError) as info:
-            client.call("tools/list")
+            client.request("tools/list")
         assert info.value.code == METHOD_NOT_FOUND
     finally:
         client.close()
@@ -103,8 +103,8 @@ def test_requests_in_both_directions():
         return {"role": "assistant"}
 
     with endpoint_pair({"echo": echo}, client_handlers={"sampling/createMessage": sampling}) as p:
-        assert p.server.call("sampling/createMessage", {"m": 1}) == {"role": "assistant"}
-        assert p.client.call("echo", {"x": 1}) == {"x": 1}
+        assert p.server.request("sampling/createMessage", {"m": 1}) == {"role": "assistant"}
+        assert p.client.request("echo", {"x": 1}) == {"x": 1}
         assert seen == ["sampling/createMessage"]
 
 
@@ -114,7 +114,7 @@ def test_start_twice_and_context_manager():
         with pytest.raises(RuntimeError):
             server.start()
         with Endpoint(a, name="client") as client:
-            assert client.call("x", {"k": 1}) == {"k": 1}
+            assert client.request("x", {"k": 1}) == {"k": 1}
         assert client.closed
     assert server.closed
 
@@ -230,7 +230,7 @@ def test_completed_on_server_but_cancelled_before_client_read_it():
         with pytest.raises(Cancelled):
             call.result(WAIT)
         # barrier: a later call's answer means both readers processed everything before it
-        assert p.client.call("echo", {"v": 2}) == {"v": 2}
+        assert p.client.request("echo", {"v": 2}) == {"v": 2}
         assert p.client.dropped["late response after cancellation"] == 1
         assert p.server.dropped["cancellation of an unknown or finished request"] == 1
         assert not handled[0].token.cancelled, "a cancel after completion must not fire the token"
@@ -330,7 +330,7 @@ def test_timeout_raises_request_timeout_and_cancels_on_the_wire():
 
 def test_timeout_entry_removed_when_call_completes():
     with endpoint_pair({"echo": echo}) as p:
-        assert p.client.call("echo", {"v": 1}, timeout=60) == {"v": 1}
+        assert p.client.request("echo", {"v": 1}, timeout=60) == {"v": 1}
         wait_until(
             lambda: not deadlines.scheduler_thread_alive(),
             message="a completed call left its timeout in the scheduler",
@@ -386,7 +386,7 @@ def test_report_progress_without_token_sends_nothing():
         return "ok"
 
     with endpoint_pair({"work": work}) as p:
-        assert p.client.call("work") == "ok"
+        assert p.client.request("work") == "ok"
         assert results == [False]
         assert not any(m.get("method") == "notifications/progress" for m in p.server_t.messages())
 
@@ -479,7 +479,7 @@ def test_queued_request_cancelled_while_workers_busy_never_starts():
         assert queued.cancel("not needed") is True
         # ping is answered on the server's reader: once it returns, the reader has registered
         # the queued request and processed its cancellation
-        assert p.client.call("ping", timeout=WAIT) == {}
+        assert p.client.request("ping", timeout=WAIT) == {}
         assert p.server.in_flight() == (1, 0)
         blocker.release(first.request_id)
         assert first.result(WAIT) == {"released": first.request_id}
@@ -506,7 +506,7 @@ def test_inline_handler_answers_while_workers_busy():
     with endpoint_pair({"block": blocker}, server_workers=1, inline={"ping": lambda req: {}}) as p:
         calls = [p.client.submit("block") for _ in range(3)]
         blocker.wait_started()
-        assert p.client.call("ping", timeout=WAIT) == {}
+        assert p.client.request("ping", timeout=WAIT) == {}
         for c in calls:
             c.cancel()
 
@@ -555,7 +555,7 @@ def test_client_survives_garbage_from_server():
     with endpoint_pair({"echo": echo}) as p:
         p.server_t.write(b"garbage from the server\n")
         p.server_t.write(b'{"jsonrpc":"2.0","id":12345,"result":{}}\n')
-        assert p.client.call("echo", {"ok": 1}) == {"ok": 1}
+        assert p.client.request("echo", {"ok": 1}) == {"ok": 1}
         # the client answered the garbage with -32700 and the server dropped that quietly
         parse_errors = [m for m in p.client_t.messages() if m.get("error", {}).get("code") == PARSE_ERROR]
         assert len(parse_errors) == 1

@@ -156,7 +156,7 @@ def race_round(
 
         # barrier: every notifications/cancelled was queued before this ping, so once it is
         # answered the server has processed them all; every request is finished on the server
-        assert p.client.call("ping", timeout=WAIT) == {}
+        assert p.client.request("ping", timeout=WAIT) == {}
         assert p.server.in_flight() == (0, 0), "requests left in flight on the server"
         assert p.client.in_flight() == (0, 0)
         assert p.server.close(grace=WAIT) == []  # joins workers: every write is made

@@ -85,7 +85,7 @@ def test_zero_timeout_still_means_expire_at_once_and_event_style_waits_do_not_ra
     blocker = Blocker()
     with endpoint_pair({"block": blocker}) as pair:
         with pytest.raises(RequestTimeout):
-            pair.client.call("block", timeout=0)
+            pair.client.request("block", timeout=0)
     token = CancelToken()
     assert token.wait(-1) is False  # like threading.Event.wait: a remaining time below zero
     assert token.wait(0) is False

@@ -39,11 +39,11 @@ def test_endpoint_answers_a_base_exception_with_internal_error_and_keeps_its_wor
     with caplog.at_level(logging.ERROR, logger="mcp_sync.endpoint"):
         with endpoint_pair({"boom": boom, "echo": lambda req: req.params}, server_workers=1) as pair:
             with pytest.raises(McpError) as info:
-                pair.client.call("boom", {}, timeout=WAIT)
+                pair.client.request("boom", {}, timeout=WAIT)
             assert info.value.code == INTERNAL_ERROR
             assert type(RAISERS[kind]()).__name__ in info.value.message
             # the only worker is still usable, and nothing is left in flight
-            assert pair.client.call("echo", {"x": 1}, timeout=WAIT) == {"x": 1}
+            assert pair.client.request("echo", {"x": 1}, timeout=WAIT) == {"x": 1}
             assert pair.server.in_flight() == (0, 0)
     assert any("boom" in r.getMessage() for r in caplog.records), "the failure was not logged"
 

@@ -87,7 +87,7 @@ def test_non_string_version_gets_the_servers_latest():
     with make_server().serve_in_thread(server_side) as handle:
         with Endpoint(client_side) as raw:
             params = dict(INIT_PARAMS, protocolVersion=20241105)
-            assert raw.call("initialize", params, timeout=WAIT)["protocolVersion"] == "2025-11-25"
+            assert raw.request("initialize", params, timeout=WAIT)["protocolVersion"] == "2025-11-25"
         assert handle.wait(WAIT)
 
 
@@ -175,14 +175,14 @@ def test_requests_before_initialize_are_refused(method, params):
     with make_server().serve_in_thread(server_side) as handle:
         with Endpoint(client_side) as raw:
             with pytest.raises(McpError) as info:
-                raw.call(method, params, timeout=WAIT)
+                raw.request(method, params, timeout=WAIT)
             assert info.value.code == -32600
             assert "initializ" in info.value.message
             # ping is allowed before initialization, and the connection stays usable
-            assert raw.call("ping", timeout=WAIT) == {}
-            assert raw.call("initialize", INIT_PARAMS, timeout=WAIT)["protocolVersion"] == "2025-11-25"
+            assert raw.request("ping", timeout=WAIT) == {}
+            assert raw.request("initialize", INIT_PARAMS, timeout=WAIT)["protocolVersion"] == "2025-11-25"
             raw.notify("notifications/initialized")
-            assert raw.call("tools/list", timeout=WAIT)["tools"][0]["name"] == "echo"
+            assert raw.request("tools/list", timeout=WAIT)["tools"][0]["name"] == "echo"
         assert handle.wait(WAIT)
 
 

@@ -149,7 +149,7 @@ def test_submit_with_params_too_deep_to_encode_raises_and_leaves_nothing_in_flig
         with pytest.raises(ValueError, match="nest too deep"):
             pair.client.submit("echo", {"v": value}, timeout=WAIT)
         assert pair.client.in_flight() == (0, 0)
-        assert pair.client.call("echo", {"v": 1}, timeout=WAIT) == {"v": 1}
+        assert pair.client.request("echo", {"v": 1}, timeout=WAIT) == {"v": 1}
 
 
 def test_handler_result_too_deep_to_encode_is_an_internal_error_that_says_so():
@@ -161,7 +161,7 @@ def test_handler_result_too_deep_to_encode_is_an_internal_error_that_says_so():
 
     with endpoint_pair({"deep": deep}) as pair:
         with pytest.raises(McpError, match="nest too deep"):
-            pair.client.call("deep", None, timeout=WAIT)
+            pair.client.request("deep", None, timeout=WAIT)
         assert pair.server.in_flight() == (0, 0)
 
 

@@ -226,7 +226,7 @@ def test_env_and_cwd(spawn, tmp_path):
     transport = spawn(ENDPOINT_PEER, env={"MCP_SYNC_TEST_VAR": "v\u00e4lue"}, cwd=tmp_path, stderr="discard")
     client = Endpoint(transport, name="client").start()
     try:
-        result = client.call("env", {"name": "MCP_SYNC_TEST_VAR"}, timeout=WAIT)
+        result = client.request("env", {"name": "MCP_SYNC_TEST_VAR"}, timeout=WAIT)
         assert result == {"value": "v\u00e4lue", "cwd": str(tmp_path)}
     finally:
         assert client.close() == []
@@ -269,8 +269,8 @@ def test_endpoint_over_stdio_child_serves_requests(spawn):
     log = ReadLog(transport)
     client = Endpoint(log, name="client").start()
     try:
-        assert client.call("echo", {"a": [1, 2, {"b": None}]}, timeout=WAIT) == {"a": [1, 2, {"b": None}]}
-        result = client.call("upper", {"text": UNICODE}, timeout=WAIT)
+        assert client.request("echo", {"a": [1, 2, {"b": None}]}, timeout=WAIT) == {"a": [1, 2, {"b": None}]}
+        result = client.request("upper", {"text": UNICODE}, timeout=WAIT)
         assert result == {"text": UNICODE.upper(), "length": len(UNICODE)}
         # binary-safe UTF-8 on the wire: raw UTF-8 bytes, not \u escapes
         raw = [line for line in log.lines if b"length" in line]
@@ -296,7 +296,7 @@ def test_cancel_over_stdio_reaches_the_child_and_nothing_comes_back(spawn):
         with pytest.raises(Cancelled):
             call.result(WAIT)
         # runs on the child's only worker after the cancelled handler has finished
-        status = client.call("cancelled", timeout=WAIT)
+        status = client.request("cancelled", timeout=WAIT)
         assert status == {"cancelled": [[call.request_id, "user stop"]]}
         responses = [json.loads(line) for line in log.lines]
         assert not [m for m in responses if m.get("id") == call.request_id], "the child answered a cancelled request"
