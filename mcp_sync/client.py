@@ -31,7 +31,7 @@ from .call_options import CallOptions
 from .context import Context
 from .endpoint import CancelObserver, Endpoint, EndpointStats, PendingCall
 from .errors import CapabilityError, ConnectionClosed, McpError
-from .jsonrpc import METHOD_NOT_FOUND, Notification
+from .jsonrpc import METHOD_NOT_FOUND, Notification, RequestId
 from .protocol import InboundRequest
 from .results import CLIENT_REQUEST_RESULTS, mcp_models, parser_for
 from .session import LATEST_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS, Session
@@ -332,7 +332,13 @@ class Client(Session):
 
     # -- generic calls ------------------------------------------------------------------------
     def submit(
-        self, method: str, params: dict[str, Any] | None = None, *, raw: bool = False, **options: Unpack[CallOptions]
+        self,
+        method: str,
+        params: dict[str, Any] | None = None,
+        *,
+        raw: bool = False,
+        related_request: RequestId | None = None,
+        **options: Unpack[CallOptions],
     ) -> PendingCall:
         """Send any request; returns a :class:`~mcp_sync.endpoint.PendingCall` (a
         :class:`concurrent.futures.Future`) at once.
@@ -341,11 +347,12 @@ class Client(Session):
         :data:`~mcp_sync.results.CLIENT_REQUEST_RESULTS`) the future resolves to the same
         ``mcp_types`` model as the blocking method (``EmptyResult`` for the methods whose
         blocking call returns ``None``); for any other method, or with ``raw=True``, to the
-        raw result dict.
+        raw result dict. ``options``: the :class:`~mcp_sync.call_options.CallOptions`;
+        ``related_request``: see :meth:`Endpoint.submit <mcp_sync.endpoint.Endpoint.submit>`.
         """
         if not self.initialized and method not in ("initialize", "ping"):
             raise RuntimeError("the client is not initialized; use Client.connect() or Client.stdio()")
-        call = self.send_request(method, params, **options)
+        call = super().submit(method, params, related_request=related_request, **options)
         model = None if raw else CLIENT_REQUEST_RESULTS.get(method)
         return call if model is None else call.decode_result_with(parser_for(model))
 

@@ -91,7 +91,7 @@ class Session:
             raise CapabilityError(f"{what} needs the peer's {capability!r} capability, which it did not declare")
 
     # -- requests and notifications -----------------------------------------------------------
-    def send_request(
+    def submit(
         self,
         method: str,
         params: dict[str, Any] | None = None,
@@ -111,7 +111,7 @@ class Session:
 
     def ping(self, **options: Unpack[CallOptions]) -> None:
         """Send ``ping`` and wait for the (empty) answer."""
-        self.send_request("ping", None, **options).result()
+        self.submit("ping", None, **options).result()
 
     @property
     def closed(self) -> bool:

@@ -6,8 +6,11 @@ from __future__ import annotations
 import functools
 import threading
 import uuid
-from typing import TYPE_CHECKING, Any, Callable, Iterable
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping
 
+from typing_extensions import Unpack
+
+from ..call_options import CallOptions
 from ..cancel import CancelToken
 from ..endpoint import Endpoint
 from ..errors import CapabilityError, McpError
@@ -155,22 +158,23 @@ class ServerSession(Session):
         return RequestScope(self, token, request_id)
 
     def list_roots(
-        self,
-        *,
-        timeout: float | None = None,
-        cancel_token: CancelToken | None = None,
-        related_request: RequestId | None = None,
+        self, *, related_request: RequestId | None = None, **options: Unpack[CallOptions]
     ) -> list[mcp_types.Root]:
-        """Ask the client for its roots (needs the client's ``roots`` capability)."""
+        """Ask the client for its roots (needs the client's ``roots`` capability).
+
+        ``options``: the :class:`~mcp_sync.call_options.CallOptions` (a server session has
+        no default timeout: without ``timeout`` the request waits for ever, like
+        ``timeout=None``); ``related_request``: the inbound request it is made for.
+        """
         self.require_capability("roots", "roots/list")
-        result = self._typed_request(
-            "roots/list", None, timeout=timeout, cancel_token=cancel_token, related_request=related_request
-        )
+        result = self._typed_request("roots/list", None, related_request, options)
         return list(result.roots)
 
-    def _typed_request(self, method: str, params: dict[str, Any] | None, **options: Any) -> Any:
+    def _typed_request(
+        self, method: str, params: dict[str, Any] | None, related_request: RequestId | None, options: CallOptions
+    ) -> Any:
         """Send a request to the client; block for its result as an ``mcp_types`` model."""
-        call = self.send_request(method, params, **options)
+        call = self.submit(method, params, related_request=related_request, **options)
         return call.decode_result_with(parser_for(SERVER_REQUEST_RESULTS[method])).result()
 
     def create_message(
@@ -179,21 +183,23 @@ class ServerSession(Session):
         *,
         max_tokens: int,
         system_prompt: str | None = None,
-        timeout: float | None = None,
-        cancel_token: CancelToken | None = None,
+        extra_params: Mapping[str, Any] | None = None,
         related_request: RequestId | None = None,
-        **extra: Any,
+        **options: Unpack[CallOptions],
     ) -> mcp_types.CreateMessageResult | mcp_types.CreateMessageResultWithTools:
         """Ask the client to sample from its model (``sampling/createMessage``); a
         ``CreateMessageResultWithTools`` when the client answered with a list of content
-        blocks (tool use)."""
+        blocks (tool use).
+
+        ``extra_params``: further members of the request's params, by their wire names
+        (``{"temperature": 0.2, "stopSequences": [...]}``); ``options``: the
+        :class:`~mcp_sync.call_options.CallOptions` (see :meth:`list_roots`).
+        """
         self.require_capability("sampling", "sampling/createMessage")
-        params: dict[str, Any] = {"messages": list(messages), "maxTokens": max_tokens, **extra}
+        params: dict[str, Any] = {"messages": list(messages), "maxTokens": max_tokens, **(extra_params or {})}
         if system_prompt is not None:
             params["systemPrompt"] = system_prompt
-        return self._typed_request(  # type: ignore[no-any-return]
-            "sampling/createMessage", params, timeout=timeout, cancel_token=cancel_token, related_request=related_request
-        )
+        return self._typed_request("sampling/createMessage", params, related_request, options)  # type: ignore[no-any-return]
 
     def elicit(
         self,
@@ -202,13 +208,13 @@ class ServerSession(Session):
         *,
         url: str | None = None,
         elicitation_id: str | None = None,
-        timeout: float | None = None,
-        cancel_token: CancelToken | None = None,
         related_request: RequestId | None = None,
+        **options: Unpack[CallOptions],
     ) -> mcp_types.ElicitResult:
         """Ask the user for input through the client (``elicitation/create``).
 
         Form mode with ``requested_schema``; URL mode with ``url`` (and ``elicitation_id``).
+        ``options``: the :class:`~mcp_sync.call_options.CallOptions` (see :meth:`list_roots`).
         """
         self.require_capability("elicitation", "elicitation/create")
         params: dict[str, Any] = {"message": message}
@@ -218,6 +224,4 @@ class ServerSession(Session):
             params.update({"mode": "url", "url": url, "elicitationId": elicitation_id or uuid.uuid4().hex})
         else:
             params["requestedSchema"] = requested_schema or {"type": "object", "properties": {}}
-        return self._typed_request(  # type: ignore[no-any-return]
-            "elicitation/create", params, timeout=timeout, cancel_token=cancel_token, related_request=related_request
-        )
+        return self._typed_request("elicitation/create", params, related_request, options)  # type: ignore[no-any-return]

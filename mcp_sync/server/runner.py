@@ -7,10 +7,9 @@ import signal
 import threading
 from typing import Callable
 
-__all__ = ["run_until_stopped", "POLL_INTERVAL"]
+from .._waiting import wait_sliced
 
-POLL_INTERVAL = 0.1
-"""Seconds between two checks of the stop conditions (a Ctrl-C is seen within this)."""
+__all__ = ["run_until_stopped"]
 
 
 def run_until_stopped(
@@ -36,8 +35,7 @@ def run_until_stopped(
     try:
         if start is not None:
             start()
-        while not stop.is_set() and not finished(POLL_INTERVAL):
-            pass
+        wait_sliced(stop.is_set, finished, None)  # sliced: a Ctrl-C is seen at once
     except KeyboardInterrupt:
         pass
     finally:

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import contextlib
-from typing import TYPE_CHECKING, Any, Iterable, Iterator
+from typing import TYPE_CHECKING, Any, Iterable, Iterator, Mapping
 
+from typing_extensions import Unpack
+
+from ..call_options import CallOptions
 from ..cancel import CancelToken
 from ..jsonrpc import RequestId
 
@@ -32,11 +35,15 @@ class RequestScope:
         return self._session
 
     @contextlib.contextmanager
-    def _linked(self, cancel_token: CancelToken | None) -> Iterator[CancelToken]:
-        """The handler's token, or a child of it that ``cancel_token`` also cancels (the
-        link is removed afterwards, so a long-lived token does not collect callbacks)."""
+    def _linked(self, options: CallOptions) -> Iterator[CallOptions]:
+        """``options`` with the handler's token as ``cancel_token``, or a child of it that the
+        caller's ``cancel_token`` also cancels (the link is removed afterwards, so a long-lived
+        token does not collect callbacks)."""
+        scoped = options.copy()
+        cancel_token = options.get("cancel_token")
         if cancel_token is None:
-            yield self._token
+            scoped["cancel_token"] = self._token
+            yield scoped
             return
         linked = self._token.child()
 
@@ -44,39 +51,56 @@ class RequestScope:
             linked.cancel(token.reason)
 
         cancel_token.add_callback(forward)
+        scoped["cancel_token"] = linked
         try:
-            yield linked
+            yield scoped
         finally:
             cancel_token.remove_callback(forward)
 
-    def list_roots(self, *, timeout: float | None = None, cancel_token: CancelToken | None = None) -> list[mcp_types.Root]:
+    def list_roots(self, **options: Unpack[CallOptions]) -> list[mcp_types.Root]:
         """See :meth:`ServerSession.list_roots`."""
-        with self._linked(cancel_token) as token:
-            return self._session.list_roots(timeout=timeout, cancel_token=token, related_request=self._request_id)
+        with self._linked(options) as scoped:
+            return self._session.list_roots(related_request=self._request_id, **scoped)
 
     def create_message(
-        self, messages: Iterable[dict[str, Any]], *, max_tokens: int, cancel_token: CancelToken | None = None, **kwargs: Any
+        self,
+        messages: Iterable[dict[str, Any]],
+        *,
+        max_tokens: int,
+        system_prompt: str | None = None,
+        extra_params: Mapping[str, Any] | None = None,
+        **options: Unpack[CallOptions],
     ) -> mcp_types.CreateMessageResult | mcp_types.CreateMessageResultWithTools:
         """See :meth:`ServerSession.create_message`."""
-        with self._linked(cancel_token) as token:
+        with self._linked(options) as scoped:
             return self._session.create_message(
-                messages, max_tokens=max_tokens, cancel_token=token, related_request=self._request_id, **kwargs
+                messages,
+                max_tokens=max_tokens,
+                system_prompt=system_prompt,
+                extra_params=extra_params,
+                related_request=self._request_id,
+                **scoped,
             )
 
     def elicit(
-        self, message: str, requested_schema: dict[str, Any] | None = None, *, cancel_token: CancelToken | None = None, **kwargs: Any
+        self,
+        message: str,
+        requested_schema: dict[str, Any] | None = None,
+        *,
+        url: str | None = None,
+        elicitation_id: str | None = None,
+        **options: Unpack[CallOptions],
     ) -> mcp_types.ElicitResult:
         """See :meth:`ServerSession.elicit`."""
-        with self._linked(cancel_token) as token:
+        with self._linked(options) as scoped:
             return self._session.elicit(
-                message, requested_schema, cancel_token=token, related_request=self._request_id, **kwargs
+                message, requested_schema, url=url, elicitation_id=elicitation_id, related_request=self._request_id, **scoped
             )
 
-    def ping(self, *, timeout: float | None = None) -> None:
+    def ping(self, **options: Unpack[CallOptions]) -> None:
         """Ping the client."""
-        self._session.send_request(
-            "ping", None, timeout=timeout, cancel_token=self._token, related_request=self._request_id
-        ).result()
+        with self._linked(options) as scoped:
+            self._session.submit("ping", None, related_request=self._request_id, **scoped).result()
 
     def send_log(self, level: str, data: Any, logger: str | None = None) -> bool:
         """See :meth:`ServerSession.send_log`."""

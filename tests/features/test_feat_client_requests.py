@@ -168,6 +168,43 @@ def test_create_message_is_answered_by_the_sampling_handler():
         assert request_id == requests(p.client_wire.snapshot()[1], "sampling/createMessage")[0]["id"]
 
 
+def test_create_message_sends_extra_params_and_takes_every_call_option():
+    """``extra_params`` reach the wire by their own names; ``on_progress`` (one of the call
+    options every request takes) adds a progress token and sees the client's progress."""
+    server = Server("extra")
+    progress: list[tuple[float, Any, Any]] = []
+    progress_seen = threading.Event()
+
+    def on_progress(done: float, total: Any, message: Any) -> None:
+        progress.append((done, total, message))
+        progress_seen.set()
+
+    @server.tool()
+    def ask(ctx: Context) -> str:
+        ctx.session.ping(timeout=WAIT)
+        result = ctx.session.create_message(
+            [{"role": "user", "content": {"type": "text", "text": "hi"}}],
+            max_tokens=5,
+            extra_params={"temperature": 0.25, "stopSequences": ["END"]},
+            timeout=None,  # no timeout: waits for ever (the handler's token still ends it)
+            on_progress=on_progress,
+        )
+        # progress callbacks run on the callback thread, perhaps after the answer was read
+        wait_event(progress_seen, "the progress callback")
+        return result.model
+
+    def sampling(params: dict[str, Any], ctx: Context) -> dict[str, Any]:
+        assert ctx.report_progress(1, 2, "half")
+        return SAMPLE
+
+    with pair(server, sampling_handler=sampling) as p:
+        assert tool_text(p.client.call_tool("ask", timeout=WAIT)) == "test-model"
+        [sent] = requests(p.client_wire.snapshot()[1], "sampling/createMessage")
+        assert sent["params"]["temperature"] == 0.25 and sent["params"]["stopSequences"] == ["END"]
+        assert "progressToken" in sent["params"]["_meta"]
+        assert progress == [(1, 2, "half")]
+
+
 def test_elicit_form_mode_is_answered_by_the_elicitation_handler():
     server, _ = asking_server()
     calls = []
@@ -235,7 +272,7 @@ def test_client_without_a_handler_answers_method_not_found():
     def raw(ctx: Context, method: str) -> str:
         # bypasses the capability check on purpose
         try:
-            ctx.session.session.send_request(method, {"messages": [], "maxTokens": 1}).result(WAIT)
+            ctx.session.session.submit(method, {"messages": [], "maxTokens": 1}).result(WAIT)
         except McpError as exc:
             got[method] = exc.code
         return "done"
