@@ -5,8 +5,18 @@ The tree (stdlib bases in brackets; code that catches those keeps working)::
     Exception
      +-- McpError                     the peer answered with a JSON-RPC error
      |    +-- ArgumentError           arguments that do not match a handler's schema (-32602)
+     |    +-- RequestStateError       a requestState the server cannot accept (-32602)
+     |         +-- StateMalformed     not a state this library sealed
+     |         |    +-- StateTooLarge longer than the sealer's bound
+     |         +-- StateTampered      the signature does not match
+     |         +-- StateKeyUnknown    a key id the key ring does not hold
+     |         +-- StateExpired       past its expiry
+     |         +-- StateMismatch      issued for another method, params or principal
+     |         +-- StateReplayed      opened once already
      +-- PeerMisbehaved               the peer broke the protocol for one call
      +-- ResponseTooLarge             an HTTP answer over the client's limit
+     +-- [ValueError]
+     |    +-- PayloadTooLarge         a requestState to seal is over the sealer's bound
      +-- [RuntimeError]
      |    +-- CapabilityError         a feature the peer did not declare
      +-- [ConnectionError]
@@ -56,6 +66,15 @@ __all__ = [
     "Cancelled",
     "CapabilityError",
     "PeerMisbehaved",
+    "RequestStateError",
+    "StateMalformed",
+    "StateTooLarge",
+    "StateTampered",
+    "StateKeyUnknown",
+    "StateExpired",
+    "StateMismatch",
+    "StateReplayed",
+    "PayloadTooLarge",
     "describe_base_exception",
 ]
 
@@ -78,6 +97,13 @@ class McpError(Exception):
         self.code = code
         self.message = message
         self.data = data
+
+    def to_error_object(self) -> dict[str, Any]:
+        """The JSON-RPC ``error`` member for this error."""
+        error: dict[str, Any] = {"code": self.code, "message": self.message}
+        if self.data is not None:
+            error["data"] = self.data
+        return error
 
 
 
@@ -199,6 +225,74 @@ class PeerMisbehaved(Exception):
     def __init__(self, message: str, detail: str = "") -> None:
         super().__init__(message)
         self.detail = detail
+
+
+class RequestStateError(McpError):
+    """A ``requestState`` the server cannot accept: a ``-32602`` error, the handler must not run.
+
+    ``reason`` is a short machine-readable word, sent as ``data.reason``; the message never
+    includes the state or anything from a key.
+    """
+
+    reason = "invalid"
+
+    def __init__(self, detail: str | None = None) -> None:
+        super().__init__(INVALID_PARAMS, f"Invalid requestState: {detail or self.reason}", {"reason": self.reason})
+
+
+class StateMalformed(RequestStateError):
+    """Not a state this library sealed: wrong type, shape, version or encoding."""
+
+    reason = "malformed"
+
+
+class StateTooLarge(StateMalformed):
+    """Longer than the sealer's bound; rejected before any parsing."""
+
+    reason = "too_large"
+
+
+class StateTampered(RequestStateError):
+    """The signature does not match: the state was altered or signed with another secret."""
+
+    reason = "bad_signature"
+
+
+class StateKeyUnknown(RequestStateError):
+    """Signed with a key id this key ring does not hold (a foreign or retired key)."""
+
+    reason = "unknown_key"
+
+
+class StateExpired(RequestStateError):
+    """Authentic, but past its expiry."""
+
+    reason = "expired"
+
+
+class StateMismatch(RequestStateError):
+    """Authentic, but issued for another method, other params or another principal.
+
+    ``reason`` is ``method_mismatch``, ``params_mismatch`` or ``principal_mismatch``.
+    """
+
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
+        super().__init__(reason.replace("_", " "))
+
+
+class StateReplayed(RequestStateError):
+    """Authentic and valid, but already opened once (refused by the sealer's replay guard)."""
+
+    reason = "replayed"
+
+
+class PayloadTooLarge(ValueError):
+    """:meth:`StateSealer.seal <mcp_sync.request_state.StateSealer.seal>` would produce a state longer than the sealer's bound.
+
+    A server-side problem (the payload is too big), not the client's: it is a plain
+    :class:`ValueError`, never sent to the client as ``-32602``.
+    """
 
 
 def describe_base_exception(exc: BaseException) -> str:

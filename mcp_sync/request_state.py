@@ -21,11 +21,11 @@ checks are the same.
 :meth:`StateSealer.open` checks, in this order and before the payload is parsed: the type and
 size of the string, its shape, the key id, the signature (compared in constant time) or the
 authentication tag; then the expiry, the method, the params digest and the principal. Every failure raises a subclass of
-:class:`RequestStateError`, an :class:`~mcp_sync.errors.McpError` with code ``-32602``
+:class:`~mcp_sync.errors.RequestStateError`, an :class:`~mcp_sync.errors.McpError` with code ``-32602``
 (invalid params) whose ``data`` names the reason, so a server can send it as the answer.
 
 A sealed state can be replayed until it expires unless the sealer has a
-:class:`ReplayGuard`: then each state opens once and again raises :class:`StateReplayed`
+:class:`ReplayGuard`: then each state opens once and again raises :class:`~mcp_sync.errors.StateReplayed`
 (the spec asks a server to enforce single use itself). :class:`MemoryReplayGuard` guards one
 process; several processes need a guard backed by a store they share.
 """
@@ -48,8 +48,17 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from .errors import McpError
-from .jsonrpc import INVALID_PARAMS
+from .errors import (
+    PayloadTooLarge,
+    RequestStateError,
+    StateExpired,
+    StateKeyUnknown,
+    StateMalformed,
+    StateMismatch,
+    StateReplayed,
+    StateTampered,
+    StateTooLarge,
+)
 
 __all__ = [
     "DEFAULT_TTL",
@@ -60,17 +69,8 @@ __all__ = [
     "KeyRing",
     "OpenedState",
     "StateSealer",
-    "RequestStateError",
-    "StateMalformed",
-    "StateTooLarge",
-    "StateTampered",
-    "StateKeyUnknown",
-    "StateExpired",
-    "StateMismatch",
-    "StateReplayed",
     "ReplayGuard",
     "MemoryReplayGuard",
-    "PayloadTooLarge",
     "encryption_available",
     "generate_key",
     "params_digest",
@@ -101,77 +101,6 @@ _SEALED = re.compile(rf"{_SEALED_VERSION}\.({_KEY_ID.pattern})\.({_B64}{{40,}})"
 _AEAD_NONCE_BYTES = 12
 _ENCRYPTION_LABEL = b"mcp_sync requestState AES-256-GCM key"
 _PRINCIPAL_LABEL = b"mcp_sync requestState principal\x00"
-
-
-# --------------------------------------------------------------------------- errors
-
-
-class RequestStateError(McpError):
-    """A ``requestState`` the server cannot accept: a ``-32602`` error, the handler must not run.
-
-    ``reason`` is a short machine-readable word, sent as ``data.reason``; the message never
-    includes the state or anything from a key.
-    """
-
-    reason = "invalid"
-
-    def __init__(self, detail: str | None = None) -> None:
-        super().__init__(INVALID_PARAMS, f"Invalid requestState: {detail or self.reason}", {"reason": self.reason})
-
-
-class StateMalformed(RequestStateError):
-    """Not a state this library sealed: wrong type, shape, version or encoding."""
-
-    reason = "malformed"
-
-
-class StateTooLarge(StateMalformed):
-    """Longer than the sealer's bound; rejected before any parsing."""
-
-    reason = "too_large"
-
-
-class StateTampered(RequestStateError):
-    """The signature does not match: the state was altered or signed with another secret."""
-
-    reason = "bad_signature"
-
-
-class StateKeyUnknown(RequestStateError):
-    """Signed with a key id this key ring does not hold (a foreign or retired key)."""
-
-    reason = "unknown_key"
-
-
-class StateExpired(RequestStateError):
-    """Authentic, but past its expiry."""
-
-    reason = "expired"
-
-
-class StateMismatch(RequestStateError):
-    """Authentic, but issued for another method, other params or another principal.
-
-    ``reason`` is ``method_mismatch``, ``params_mismatch`` or ``principal_mismatch``.
-    """
-
-    def __init__(self, reason: str) -> None:
-        self.reason = reason
-        super().__init__(reason.replace("_", " "))
-
-
-class StateReplayed(RequestStateError):
-    """Authentic and valid, but already opened once (refused by the sealer's replay guard)."""
-
-    reason = "replayed"
-
-
-class PayloadTooLarge(ValueError):
-    """:meth:`StateSealer.seal` would produce a state longer than the sealer's bound.
-
-    A server-side problem (the payload is too big), not the client's: it is a plain
-    :class:`ValueError`, never sent to the client as ``-32602``.
-    """
 
 
 # --------------------------------------------------------------------------- encoding
@@ -305,7 +234,7 @@ class KeyRing:
         """A ring with one random key that lives and dies with this object.
 
         Another process (a second worker behind a load balancer, a restarted server) cannot
-        open its states: their retries fail with :class:`StateKeyUnknown`.
+        open its states: their retries fail with :class:`~mcp_sync.errors.StateKeyUnknown`.
         """
         key_id = "ephemeral-" + secrets.token_hex(8)
         return cls({key_id: secrets.token_bytes(MIN_KEY_BYTES)}, current=key_id)
@@ -417,7 +346,7 @@ class StateSealer:
             authenticated. Without it (the default) the payload is signed with HMAC-SHA256 and
             readable by the client. Either sealer opens states of both forms.
         replay_guard: if given, each state opens once; opening it again raises
-            :class:`StateReplayed`. Claimed only after every other check passed.
+            :class:`~mcp_sync.errors.StateReplayed`. Claimed only after every other check passed.
 
     Thread-safe: it holds no mutable state.
     """
@@ -490,7 +419,7 @@ class StateSealer:
 
         Raises:
             StateTooLarge, StateMalformed, StateKeyUnknown, StateTampered, StateExpired,
-            StateMismatch, StateReplayed: all :class:`RequestStateError`, ``-32602``.
+            StateMismatch, StateReplayed: all :class:`~mcp_sync.errors.RequestStateError`, ``-32602``.
         """
         if not isinstance(state, str):
             raise StateMalformed("not a string")

@@ -13,12 +13,7 @@ from typing import Any
 import pytest
 
 from mcp_sync.jsonrpc import INVALID_PARAMS
-from mcp_sync.request_state import (
-    DEFAULT_ENV_VAR,
-    DEFAULT_TTL,
-    MIN_KEY_BYTES,
-    KeyRing,
-    MemoryReplayGuard,
+from mcp_sync.errors import (
     PayloadTooLarge,
     RequestStateError,
     StateExpired,
@@ -26,9 +21,16 @@ from mcp_sync.request_state import (
     StateMalformed,
     StateMismatch,
     StateReplayed,
-    StateSealer,
     StateTampered,
     StateTooLarge,
+)
+from mcp_sync.request_state import (
+    DEFAULT_ENV_VAR,
+    DEFAULT_TTL,
+    MIN_KEY_BYTES,
+    KeyRing,
+    MemoryReplayGuard,
+    StateSealer,
     encryption_available,
     generate_key,
     params_digest,
@@ -358,7 +360,8 @@ def test_ephemeral_rings_are_all_different() -> None:
 
 CHILD = """
 import json, sys
-from mcp_sync.request_state import KeyRing, RequestStateError, StateSealer
+from mcp_sync.errors import RequestStateError
+from mcp_sync.request_state import KeyRing, StateSealer
 mode, ring_kind = sys.argv[1], sys.argv[2]
 keys = KeyRing.from_env() if ring_kind == "env" else KeyRing.ephemeral()
 sealer = StateSealer(keys)
@@ -491,7 +494,8 @@ def test_an_encrypted_state_opens_in_another_process(shared_keys: str) -> None:
 WITHOUT_CRYPTOGRAPHY = """
 import json, sys
 sys.modules["cryptography"] = None  # as if it were not installed
-from mcp_sync.request_state import KeyRing, StateMalformed, StateSealer, encryption_available
+from mcp_sync.errors import StateMalformed
+from mcp_sync.request_state import KeyRing, StateSealer, encryption_available
 assert not encryption_available()
 keys = KeyRing.from_env()
 try:
