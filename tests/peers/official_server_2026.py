@@ -5,7 +5,10 @@ statelessly at 2026-07-28, one that opens with ``initialize`` at 2025-11-25.
 
 Run it with the interpreter that has ``mcp``::
 
-    python official_server_2026.py
+    python official_server_2026.py              # stdio
+    python official_server_2026.py --http       # Streamable HTTP on a free loopback port;
+                                                # "serving at http://127.0.0.1:PORT/mcp" on
+                                                # stderr once it accepts connections
 
 Env:
     PEER_EVENTS_FILE  optional path; markers are appended there, one per line, flushed and
@@ -95,6 +98,24 @@ async def ask_name(ctx: Context, question: str = "Your name?") -> str | types.In
     return f"accept:{_field(_field(answer, 'content'), 'name')} state:{ctx.request_state}"
 
 
+def serve_http() -> None:
+    """Serve the SDK's Streamable HTTP app with uvicorn on a socket bound here, so the address
+    is known (and connections queue) before the announcement."""
+    import socket
+
+    import uvicorn
+
+    listener = socket.create_server(("127.0.0.1", 0))
+    port = listener.getsockname()[1]
+    app = mcp.streamable_http_app(host="127.0.0.1")
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning"))
+    event(f"serving at http://127.0.0.1:{port}/mcp")
+    server.run(sockets=[listener])
+
+
 if __name__ == "__main__":
     event(f"official-peer-2026 starting pid={os.getpid()}")
-    mcp.run("stdio")
+    if sys.argv[1:] == ["--http"]:
+        serve_http()
+    else:
+        mcp.run("stdio")

