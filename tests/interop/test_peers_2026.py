@@ -1,6 +1,6 @@
 """The 2026-07-28 peers work against each other: the TypeScript SDK v2 client against the
-official Python SDK's server (over stdio and Streamable HTTP), and the official Python client
-against the TypeScript SDK v2 server (over stdio), all speaking 2026-07-28.
+official Python SDK's server and the official Python client against the TypeScript SDK v2
+server, each over stdio and Streamable HTTP, all speaking 2026-07-28.
 
 These tests prove the peer scripts (``tests/node/ts_*_2026.mjs``,
 ``tests/peers/official_*_2026.py``) before mcp_sync is tested against them: a plain call, a
@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import json
 import signal
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 import pytest
 
@@ -55,6 +56,15 @@ def ts_server_2026() -> list[str]:
 def ts_client_2026() -> list[str]:
     node_package("@modelcontextprotocol/client")
     return [node22(), str(NODE_DIR / "ts_client_2026.mjs")]
+
+
+@contextmanager
+def http_server(command: list[str], events: Path) -> Iterator[str]:
+    """Run a peer server with ``--http``; its URL (it announces it on stderr once listening)."""
+    with Proc([*command, "--http"], env=user_env(PEER_EVENTS_FILE=str(events))) as server:
+        yield server.wait_for("stderr", "serving at http://", LIMIT).split(" at ", 1)[1].strip()
+        server.send_signal(signal.SIGINT)
+        server.finish(LIMIT)
 
 
 def run_client(client: list[str], target: list[str], events: Path) -> list[dict[str, Any]]:
@@ -183,11 +193,8 @@ def test_official_python_client_against_the_ts_v2_server(tmp_path: Path) -> None
 def test_ts_v2_client_against_the_official_python_server_over_http(tmp_path: Path) -> None:
     events = tmp_path / "events"
     client = ts_client_2026()
-    with Proc([*OFFICIAL_SERVER_2026, "--http"], env=user_env(PEER_EVENTS_FILE=str(events))) as server:
-        url = server.wait_for("stderr", "serving at http://", LIMIT).split(" at ", 1)[1].strip()
+    with http_server(OFFICIAL_SERVER_2026, events) as url:
         lines = run_client(client, ["--url", url], events)
-        server.send_signal(signal.SIGINT)
-        server.finish(LIMIT)
     assert_spoke_2026(lines)
     # over HTTP the pinned client probes on the connection itself (one POST), first of all
     (probe,) = requests(lines, "server/discover")
@@ -196,3 +203,24 @@ def test_ts_v2_client_against_the_official_python_server_over_http(tmp_path: Pat
     assert_echo_and_mrtr(lines)
     # at 2026 over HTTP the abort closes the call's response stream and POSTs nothing
     assert_cancelled(lines, events, notified=False)
+
+
+def test_official_python_client_against_the_ts_v2_server_over_http(tmp_path: Path) -> None:
+    events = tmp_path / "events"
+    with http_server(ts_server_2026(), events) as url:
+        lines = run_client(OFFICIAL_CLIENT_2026, ["--url", url], events)
+    assert_spoke_2026(lines)
+    assert requests(lines, "server/discover") == [wire(lines, ">>")[0]]
+    assert_echo_and_mrtr(lines)
+    # the SDK's session writes notifications/cancelled, and its HTTP transport turns that into
+    # closing the call's response stream: the server saw the close and no notification POST
+    (slow,) = call_requests(lines, "slow")
+    cancels = [m for m in wire(lines, ">>") if m.get("method") == "notifications/cancelled"]
+    assert [c["params"]["requestId"] for c in cancels] == [slow["id"]], cancels
+    assert response(lines, slow["id"]) == []
+    markers = events.read_text(encoding="utf-8").splitlines()
+    assert "HTTP closed by the client tools/call" in markers, markers
+    assert not [m for m in markers if m.startswith("HTTP POST notifications/")], markers
+    assert markers.index("STARTED slow c1") < markers.index("CANCELLED slow c1"), markers
+    assert "FINISHED slow c1" not in markers, markers
+    assert text_of(step(lines, 5)[-1]["result"]) == "after cancel"

@@ -1,8 +1,15 @@
 #!/usr/bin/env node
-// A stdio MCP server built with the TypeScript SDK v2 (@modelcontextprotocol/server), serving
-// only protocol revision 2026-07-28: a 2025-era opening (`initialize`) is refused with -32022.
+// An MCP server built with the TypeScript SDK v2 (@modelcontextprotocol/server), serving only
+// protocol revision 2026-07-28: a 2025-era opening (`initialize`) is refused with -32022.
 //
-//     node ts_server_2026.mjs
+//     node ts_server_2026.mjs           stdio (serveStdio)
+//     node ts_server_2026.mjs --http    Streamable HTTP (createMcpHandler, mounted on node:http
+//                                       with @modelcontextprotocol/node) on a free loopback
+//                                       port; prints "serving at http://127.0.0.1:PORT/mcp" on
+//                                       stderr once it listens; each request adds the line
+//                                       "HTTP <verb> <Mcp-Method header>", and one whose
+//                                       response the client closed before its end adds
+//                                       "HTTP closed by the client <Mcp-Method header>"
 //
 // Tools:
 //   echo {text}                 the text back
@@ -19,6 +26,7 @@
 //                               line, fsynced at once); they always go to stderr as well
 import { appendFileSync, closeSync, fsyncSync, openSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
+import { createServer } from 'node:http';
 
 import {
     acceptedContent,
@@ -26,9 +34,11 @@ import {
     fromJsonSchema,
     inputRequired,
     inputResponse,
+    createMcpHandler,
     McpServer
 } from '@modelcontextprotocol/server';
 import { serveStdio } from '@modelcontextprotocol/server/stdio';
+import { localhostHostValidation, localhostOriginValidation, toNodeHandler } from '@modelcontextprotocol/node';
 
 const EVENTS_FILE = process.env.PEER_EVENTS_FILE;
 
@@ -120,5 +130,27 @@ function buildServer({ era } = {}) {
     return server;
 }
 
+function serveHttp() {
+    const handler = toNodeHandler(createMcpHandler(buildServer, { legacy: 'reject' }));
+    const validateHost = localhostHostValidation();
+    const validateOrigin = localhostOriginValidation();
+    const server = createServer((req, res) => {
+        if (req.url !== '/mcp') {
+            res.writeHead(404).end();
+            return;
+        }
+        if (!validateHost(req, res) || !validateOrigin(req, res)) return;
+        const method = req.headers['mcp-method'] ?? '-';
+        event('HTTP', req.method, method);
+        res.on('close', () => {
+            if (!res.writableFinished) event('HTTP closed by the client', method);
+        });
+        void handler(req, res);
+    });
+    server.listen(0, '127.0.0.1', () => event(`serving at http://127.0.0.1:${server.address().port}/mcp`));
+    process.on('SIGINT', () => server.close(() => process.exit(0)));
+}
+
 event(`ts-v2-peer-2026 starting pid=${process.pid}`);
-serveStdio(buildServer, { legacy: 'reject' });
+if (process.argv[2] === '--http') serveHttp();
+else serveStdio(buildServer, { legacy: 'reject' });

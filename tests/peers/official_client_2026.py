@@ -1,10 +1,12 @@
 #!/usr/bin/env python
 """A command-line MCP client built with the official MCP Python SDK (``mcp`` 2.3.x), in its
 default negotiation mode (``mode="auto"``: ``server/discover`` first, ``initialize`` as the
-fallback). It spawns a server over stdio, runs a list of steps on one connection and prints ONE
-JSON object per line for every event it observes.
+fallback). It connects to a server over stdio (a command after ``--``) or Streamable HTTP
+(``--url``), runs a list of steps on one connection and prints ONE JSON object per line for
+every event it observes.
 
     python official_client_2026.py [OPTIONS] STEPS_JSON -- CMD [ARGS...]
+    python official_client_2026.py [OPTIONS] --url URL STEPS_JSON
 
 STEPS_JSON is a JSON list of steps:
     {"op": "list"}                                  tools/list
@@ -18,6 +20,7 @@ STEPS_JSON is a JSON list of steps:
 
 Options:
     --mode M              "auto" (default), "legacy" or a version such as "2026-07-28"
+    --url URL             Streamable HTTP instead of a command
     --elicit-json JSON    answer every elicitation/create with action "accept" and this content
     --marker-timeout S    bound of every marker wait (default 20)
     --overall-timeout S   bound of the whole run (default 60)
@@ -45,6 +48,7 @@ import anyio
 import mcp_types as types
 from mcp import Client, StdioServerParameters, stdio_client
 from mcp.client.session import ClientRequestContext
+from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 from mcp.shared.message import SessionMessage
 
@@ -76,9 +80,11 @@ async def relay(source: Any, sink: Any, direction: str) -> None:
 
 
 @asynccontextmanager
-async def tapped(params: StdioServerParameters) -> AsyncIterator[Any]:
-    """The SDK's stdio transport with every message in both directions emitted as "wire"."""
-    async with stdio_client(params) as (read, write):
+async def tapped(target: StdioServerParameters | str) -> AsyncIterator[Any]:
+    """The SDK's stdio transport (server parameters) or Streamable HTTP transport (a URL), with
+    every message in both directions emitted as "wire"."""
+    inner = streamable_http_client(target) if isinstance(target, str) else stdio_client(target)
+    async with inner as (read, write):
         to_client, from_server = anyio.create_memory_object_stream[SessionMessage | Exception](0)
         to_server, from_client = anyio.create_memory_object_stream[SessionMessage](0)
         async with anyio.create_task_group() as tg, to_client, from_client:
@@ -152,7 +158,7 @@ async def run_step(client: Client, step: dict[str, Any], index: int, ns: argpars
 
 async def run(ns: argparse.Namespace, steps: list[dict[str, Any]], command: list[str]) -> bool:
     env = {k: v for k, v in os.environ.items() if k.startswith("PEER_")}
-    params = StdioServerParameters(command=command[0], args=command[1:], env=env)
+    target = ns.url if ns.url else StdioServerParameters(command=command[0], args=command[1:], env=env)
     callbacks: dict[str, Any] = {}
     if ns.elicit_json is not None:
         content = json.loads(ns.elicit_json)
@@ -165,7 +171,7 @@ async def run(ns: argparse.Namespace, steps: list[dict[str, Any]], command: list
     ok = True
     try:
         with anyio.fail_after(ns.overall_timeout):
-            async with Client(tapped(params), mode=ns.mode, **callbacks) as client:
+            async with Client(tapped(target), mode=ns.mode, **callbacks) as client:
                 emit("connected", protocolVersion=client.protocol_version, serverInfo=dump(client.server_info))
                 for index, step in enumerate(steps):
                     ok = await run_step(client, step, index, ns) and ok
@@ -181,16 +187,17 @@ async def run(ns: argparse.Namespace, steps: list[dict[str, Any]], command: list
 
 
 def main(argv: list[str]) -> int:
-    if "--" not in argv:
-        raise SystemExit("usage: official_client_2026.py [OPTIONS] STEPS_JSON -- CMD [ARGS...]")
-    split = argv.index("--")
+    split = argv.index("--") if "--" in argv else len(argv)
     parser = argparse.ArgumentParser()
     parser.add_argument("--mode", default="auto")
+    parser.add_argument("--url")
     parser.add_argument("--elicit-json")
     parser.add_argument("--marker-timeout", type=float, default=20.0)
     parser.add_argument("--overall-timeout", type=float, default=60.0)
     parser.add_argument("steps")
     ns = parser.parse_args(argv[:split])
+    if (ns.url is None) == (split == len(argv)):
+        raise SystemExit("usage: official_client_2026.py [OPTIONS] STEPS_JSON (-- CMD [ARGS...] | --url URL)")
     return 0 if anyio.run(run, ns, json.loads(ns.steps), argv[split + 1 :]) else 1
 
 
