@@ -7,7 +7,8 @@
 //                                       with @modelcontextprotocol/node) on a free loopback
 //                                       port; prints "serving at http://127.0.0.1:PORT/mcp" on
 //                                       stderr once it listens; each request adds the line
-//                                       "HTTP <verb> <Mcp-Method header>", and one whose
+//                                       "HTTP <verb> <Mcp-Method header>" and "HTTP headers
+//                                       <JSON of its Accept and Mcp-* headers>", and one whose
 //                                       response the client closed before its end adds
 //                                       "HTTP closed by the client <Mcp-Method header>"
 //
@@ -142,6 +143,8 @@ function serveHttp() {
         if (!validateHost(req, res) || !validateOrigin(req, res)) return;
         const method = req.headers['mcp-method'] ?? '-';
         event('HTTP', req.method, method);
+        const routing = Object.fromEntries(Object.entries(req.headers).filter(([k]) => k.startsWith('mcp-') || k === 'accept'));
+        event('HTTP headers', JSON.stringify(routing));
         res.on('close', () => {
             if (!res.writableFinished) event('HTTP closed by the client', method);
         });
