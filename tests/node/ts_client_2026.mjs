@@ -8,6 +8,7 @@
 //     node ts_client_2026.mjs [OPTIONS] --url URL STEPS_JSON
 //
 // STEPS_JSON is a JSON list of steps, run in order on one connection:
+//   {"op": "discover"}                              server/discover on this connection
 //   {"op": "list"}                                  tools/list
 //   {"op": "call", "name": N, "arguments": {...}}   tools/call (input_required rounds are
 //                                                   driven by the SDK through the elicitation
@@ -36,6 +37,7 @@
 //               the connection's transport (a stdio probe on the SDK's sibling process is not
 //               visible here)
 //   elicitation {params}: the SDK called our elicitation handler
+//   discover    {step, result}
 //   tools       {step, tools: [names]}
 //   result      {step, result}
 //   aborted     {step, at_ms}: we aborted the call's signal
@@ -128,7 +130,9 @@ async function waitMarker(marker, timeoutMs) {
 async function runStep(client, step, index, opts) {
     const tag = { step: index, op: step.op };
     try {
-        if (step.op === 'list') {
+        if (step.op === 'discover') {
+            emit('discover', { ...tag, result: await client.discover() });
+        } else if (step.op === 'list') {
             const listed = await client.listTools();
             emit('tools', { ...tag, tools: listed.tools.map(t => t.name) });
         } else if (step.op === 'call') {
