@@ -224,3 +224,13 @@ def test_official_python_client_against_the_ts_v2_server_over_http(tmp_path: Pat
     assert markers.index("STARTED slow c1") < markers.index("CANCELLED slow c1"), markers
     assert "FINISHED slow c1" not in markers, markers
     assert text_of(step(lines, 5)[-1]["result"]) == "after cancel"
+
+
+def test_the_pinned_conformance_suite_lists_2026_server_scenarios_on_the_pinned_node() -> None:
+    """The lock installs a conformance release that has 2026-07-28 scenarios, and the Node 22
+    it needs runs it (the machine's Node 20 cannot: it lacks ``fs.globSync``)."""
+    suite = node_package("@modelcontextprotocol/conformance") / "dist" / "index.js"
+    finished = run([node22(), str(suite), "list", "--server", "--spec-version", MODERN], LIMIT)
+    assert finished.code == 0, finished.describe()
+    for scenario in ("server-stateless", "input-required-result-basic-elicitation", "http-header-validation"):
+        assert f"- {scenario} [" in finished.stdout, finished.describe()
