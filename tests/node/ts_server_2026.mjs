@@ -151,7 +151,7 @@ function serveHttp() {
         void handler(req, res);
     });
     server.listen(0, '127.0.0.1', () => event(`serving at http://127.0.0.1:${server.address().port}/mcp`));
-    process.on('SIGINT', () => server.close(() => process.exit(0)));
+    for (const signal of ['SIGINT', 'SIGTERM']) process.on(signal, () => process.exit(0));
 }
 
 event(`ts-v2-peer-2026 starting pid=${process.pid}`);
