@@ -25,6 +25,7 @@ The tree (stdlib bases in brackets; code that catches those keeps working)::
      |         +-- RequestNotSent     an HTTP request never reached the server
      |         +-- HttpError          the server refused a message with an HTTP status
      |              +-- SessionEnded  404 for our HTTP session
+     |    +-- BusUnavailable          a message bus cannot reach its broker
      +-- [TimeoutError]
      |    +-- RequestTimeout          a call's ``timeout=`` expired
      |    +-- WaitTimeout             a wait's own timeout passed (the call goes on)
@@ -75,6 +76,7 @@ __all__ = [
     "StateMismatch",
     "StateReplayed",
     "PayloadTooLarge",
+    "BusUnavailable",
     "describe_base_exception",
 ]
 
@@ -293,6 +295,11 @@ class PayloadTooLarge(ValueError):
     A server-side problem (the payload is too big), not the client's: it is a plain
     :class:`ValueError`, never sent to the client as ``-32602``.
     """
+
+
+class BusUnavailable(ConnectionError):
+    """A message bus could not reach its broker: a publish was not sent, or a subscription
+    could not be made active in time (see :mod:`mcp_sync.server.bus`)."""
 
 
 def describe_base_exception(exc: BaseException) -> str:
