@@ -195,6 +195,32 @@ def test_a_closed_subscription_receives_nothing_more() -> None:
     assert gone.events() == [{"n": 0}]
 
 
+def test_events_queued_for_a_subscription_are_not_delivered_after_it_closed() -> None:
+    started, release = threading.Event(), threading.Event()
+    first_seen: list[int] = []
+
+    def first(message: BusMessage) -> None:
+        first_seen.append(message.event["n"])
+        if message.event["n"] == 0:
+            started.set()
+            assert release.wait(WAIT)
+
+    later = Collector()
+    tail = Collector(2)
+    with InProcessBus() as bus:
+        bus.subscribe("t", first)
+        sub = bus.subscribe("t", later)
+        bus.subscribe("t", tail)
+        bus.publish("t", {"n": 0})
+        bus.publish("t", {"n": 1})
+        assert started.wait(WAIT)
+        sub.close()  # both events are still queued for it
+        release.set()
+        tail.wait()
+    assert first_seen == [0, 1]
+    assert later.messages == []
+
+
 def test_close_waits_for_a_running_callback_of_that_subscription() -> None:
     started, release = threading.Event(), threading.Event()
 
@@ -204,10 +230,15 @@ def test_close_waits_for_a_running_callback_of_that_subscription() -> None:
 
     closed = threading.Event()
     with InProcessBus() as bus:
+        bus.subscribe("t", Collector())  # keeps the delivery thread running
         sub = bus.subscribe("t", slow)
         bus.publish("t", {"n": 0})
         assert started.wait(WAIT)
-        closer = threading.Thread(target=lambda: (sub.close(), closed.set()))
+        def close() -> None:
+            sub.close()
+            closed.set()
+
+        closer = threading.Thread(target=close)
         closer.start()
         # a bounded wait that must expire: close() is held by the running callback
         assert not closed.wait(0.2)

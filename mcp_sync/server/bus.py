@@ -74,6 +74,8 @@ __all__ = [
     "InProcessBus",
     "RedisBus",
     "process_id",
+    "encode_event",
+    "decode_event",
 ]
 
 log = logging.getLogger(__name__)
