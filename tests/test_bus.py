@@ -327,6 +327,49 @@ def test_concurrent_publishers_keep_their_own_order() -> None:
         assert [e["n"] for e in got.events() if e["w"] == w] == list(range(per_thread))
 
 
+def test_subscriptions_coming_and_going_race_with_publishing(fast_switching: None) -> None:
+    events, churners, rounds = 300, 3, 60
+    steady = Collector(events)
+    start = threading.Barrier(churners + 1)
+    errors: list[BaseException] = []
+
+    def churn() -> None:
+        try:
+            start.wait(WAIT)
+            for _ in range(rounds):
+                bus.subscribe("t", lambda message: None).close()
+        except BaseException as exc:  # reported below
+            errors.append(exc)
+
+    with InProcessBus(queue_size=events) as bus:
+        bus.subscribe("t", steady)
+        threads = [threading.Thread(target=churn) for _ in range(churners)]
+        for t in threads:
+            t.start()
+        start.wait(WAIT)
+        for n in range(events):
+            bus.publish("t", {"n": n})
+        for t in threads:
+            t.join(WAIT)
+        steady.wait()
+        assert len(bus_threads()) == 1
+    assert errors == []
+    assert [e["n"] for e in steady.events()] == list(range(events))
+    assert bus_threads() == []
+
+
+def test_the_delivery_thread_restarts_cleanly_many_times(fast_switching: None) -> None:
+    with InProcessBus() as bus:
+        for n in range(50):
+            got = Collector()
+            sub = bus.subscribe("t", got)
+            bus.publish("t", {"n": n})
+            got.wait()
+            sub.close()
+            assert bus_threads() == []
+        assert bus.stats().delivered == 50
+
+
 @pytest.mark.parametrize(
     "topic, event, error",
     [

@@ -113,7 +113,7 @@ def wait_until(condition: Callable[[], bool], what: str) -> None:
 
 
 def test_events_go_through_redis_in_order(make_bus: Callable[..., RedisBus]) -> None:
-    bus = make_bus()
+    bus = make_bus(health_check_interval=0.001)  # pings between the events too
     got = Collector(200)
     bus.subscribe("tools", got)
     for n in range(200):

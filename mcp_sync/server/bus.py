@@ -501,6 +501,9 @@ class RedisBus(_ClosedOnExit):
         subscribe_timeout: how long :meth:`subscribe` waits for the listener to be active.
         backoff_initial: first wait before reconnecting, in seconds.
         backoff_max: longest wait between reconnection attempts, in seconds.
+        health_check_interval: the listener pings Redis when it has heard nothing for this
+            many seconds, so a connection that died silently is noticed (within about
+            ``health_check_interval + socket_timeout``).
     """
 
     def __init__(
@@ -513,6 +516,7 @@ class RedisBus(_ClosedOnExit):
         subscribe_timeout: float = 5.0,
         backoff_initial: float = 0.05,
         backoff_max: float = 2.0,
+        health_check_interval: float = 30.0,
     ) -> None:
         try:
             import redis
@@ -529,6 +533,7 @@ class RedisBus(_ClosedOnExit):
         self._subscribe_timeout = subscribe_timeout
         self._backoff_initial = backoff_initial
         self._backoff_max = backoff_max
+        self._health_check_interval = health_check_interval
         self._publisher: redis_module.Redis = self._client()
         self._dispatcher = _Dispatcher("mcp_sync-redis-bus", queue_size, self._on_idle)
         self._lock = threading.Lock()  # the listener's start and stop
@@ -539,13 +544,14 @@ class RedisBus(_ClosedOnExit):
         self._stop = threading.Event()
         self._ready = threading.Event()
 
-    def _client(self) -> redis_module.Redis:
+    def _client(self, health_check_interval: float = 0) -> redis_module.Redis:
         redis = self._redis
         return redis.Redis.from_url(  # type: ignore[no-any-return]
             self._url,
             socket_timeout=self._socket_timeout,
             socket_connect_timeout=self._socket_timeout,
             retry=redis.retry.Retry(redis.backoff.NoBackoff(), 0),
+            health_check_interval=health_check_interval,
         )
 
     @property
@@ -607,7 +613,7 @@ class RedisBus(_ClosedOnExit):
         idempotent."""
         self._dispatcher.close()
         self._on_idle()
-        self._publisher.close()
+        _quietly(self._publisher.close)
 
 
     def _on_idle(self) -> None:
@@ -626,7 +632,7 @@ class RedisBus(_ClosedOnExit):
         lost = False
         while not stop.is_set():
             pubsub: PubSub | None = None
-            client = self._client()
+            client = self._client(self._health_check_interval)
             try:
                 pubsub = client.pubsub()  # type: ignore[no-untyped-call]
                 pubsub.psubscribe(self._prefix + "*")
