@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import logging
+import os
 import threading
+import warnings
 from typing import Any
 
 import pytest
@@ -405,6 +407,28 @@ def test_the_encoded_form_carries_version_and_origin() -> None:
     assert decode_event(text.replace('"v":1', '"v":2')) is None
     assert decode_event("not json") is None
     assert decode_event('{"v":1,"topic":"t","event":[],"origin":"x"}') is None
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+def test_a_forked_child_has_its_own_process_id() -> None:
+    parent = process_id()
+    read_end, write_end = os.pipe()
+    with warnings.catch_warnings():  # 3.12+ warns about forking a threaded process
+        warnings.simplefilter("ignore", DeprecationWarning)
+        pid = os.fork()
+    if pid == 0:  # the child: report and leave at once, running no pytest code
+        try:
+            os.write(write_end, process_id().encode())
+        finally:
+            os._exit(0)
+    os.close(write_end)
+    with os.fdopen(read_end, "rb") as pipe:
+        child = pipe.read().decode()
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert child and child != parent
+    assert child.split("/")[1] == str(pid)
+    assert process_id() == parent
 
 
 def test_the_bus_satisfies_the_protocol() -> None:
