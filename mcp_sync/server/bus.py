@@ -291,7 +291,6 @@ class Subscription(_ClosedOnExit):
         """
         self._dispatcher.remove(self)
 
-
     def __repr__(self) -> str:
         state = "closed" if self._closed else "open"
         return f"<Subscription {sorted(self.topics)} {state}>"
@@ -400,7 +399,7 @@ class _Dispatcher:
                     self.delivered += 1
                 try:
                     sub._callback(message)
-                except Exception:
+                except BaseException:  # SystemExit too: one subscriber never ends delivery
                     with self._cond:
                         self.callback_errors += 1
                     log.exception("bus subscriber %r failed on topic %r", sub, message.topic)
