@@ -111,7 +111,7 @@ class BusMessage:
         return self.origin == process_id()
 
 
-#: A subscriber's callback: called on the bus's delivery thread with each event.
+#: The callback of a subscription, called on the bus's delivery thread with each event.
 BusCallback = Callable[[BusMessage], None]
 
 
