@@ -309,3 +309,34 @@ def test_a_bus_subscribed_across_a_restart_receives_events_of_new_buses(
     wait_until(lambda: listener.connected, "the listener to reconnect")
     make_bus().publish("resources", {"uri": "file:///a"})
     assert got.wait() == [{"uri": "file:///a"}]
+
+
+def test_subscribing_and_closing_from_many_threads_starts_and_stops_cleanly(
+    make_bus: Callable[..., RedisBus],
+) -> None:
+    bus = make_bus()
+    workers, rounds = 4, 15
+    start = threading.Barrier(workers)
+    errors: list[BaseException] = []
+    received = [0] * workers
+
+    def churn(w: int) -> None:
+        try:
+            start.wait(WAIT)
+            for n in range(rounds):
+                got = Collector()
+                with bus.subscribe(f"t{w}", got):  # the listener may be starting or stopping
+                    bus.publish(f"t{w}", {"n": n})
+                    got.wait()
+                    received[w] += 1
+        except BaseException as exc:  # reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=churn, args=(w,)) for w in range(workers)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(WAIT * 3)
+    assert errors == []
+    assert received == [rounds] * workers
+    assert not any("redis-bus" in t.name for t in threading.enumerate())
