@@ -48,7 +48,6 @@ import logging
 import os
 import socket
 import threading
-import time
 import uuid
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
@@ -57,6 +56,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from typing_extensions import Self
 
+from .._waiting import WAIT_SLICE, wait_sliced
 from ..errors import BusUnavailable
 
 if TYPE_CHECKING:  # pragma: no cover - typing only; redis is an optional extra
@@ -86,8 +86,6 @@ SCHEMA_VERSION = 1
 
 #: Default bound of the delivery queue, in events.
 DEFAULT_QUEUE_SIZE = 1024
-
-_SLICE = 0.1  # longest single blocking wait, so Ctrl-C is seen
 
 
 @dataclass(frozen=True)
@@ -357,7 +355,7 @@ class _Dispatcher:
                     self._cond.notify_all()
             # A call of this subscriber that already started on another thread ends first.
             while any(s is sub and t is not me for t, s in self._calling.items()):
-                self._cond.wait(_SLICE)
+                self._cond.wait(WAIT_SLICE)
         if stopped is not None:
             if stopped is not me:
                 stopped.join()
@@ -461,17 +459,6 @@ def _stats(dispatcher: _Dispatcher, *, published: int, reconnects: int = 0) -> B
             rejected=dispatcher.rejected,
             reconnects=reconnects,
         )
-
-
-def _wait_event(event: threading.Event, timeout: float) -> bool:
-    """``event.wait(timeout)`` in short slices, so Ctrl-C is seen."""
-    end = time.monotonic() + timeout
-    while not event.is_set():
-        remaining = end - time.monotonic()
-        if remaining <= 0:
-            return False
-        event.wait(min(_SLICE, remaining))
-    return True
 
 
 # -- the Redis bus ----------------------------------------------------------------------------
@@ -594,7 +581,7 @@ class RedisBus(_ClosedOnExit):
                 )
                 self._listener.start()
             ready = self._ready
-        if not _wait_event(ready, self._subscribe_timeout):
+        if not wait_sliced(ready.is_set, ready.wait, self._subscribe_timeout):
             sub.close()
             raise BusUnavailable(
                 f"the Redis listener was not subscribed within {self._subscribe_timeout} s"
@@ -636,7 +623,7 @@ class RedisBus(_ClosedOnExit):
                 pubsub = client.pubsub()  # type: ignore[no-untyped-call]
                 pubsub.psubscribe(self._prefix + "*")
                 while not stop.is_set():
-                    item = pubsub.get_message(timeout=_SLICE)
+                    item = pubsub.get_message(timeout=WAIT_SLICE)
                     if item is None:
                         continue
                     if item["type"] == "psubscribe":
