@@ -581,6 +581,8 @@ class RedisBus(_ClosedOnExit):
                 )
                 self._listener.start()
             ready = self._ready
+        if sub.closed:  # the bus was closed meanwhile
+            return sub
         if not wait_sliced(ready.is_set, ready.wait, self._subscribe_timeout):
             sub.close()
             raise BusUnavailable(
