@@ -36,7 +36,7 @@ from mcp_sync import (
 )
 from mcp_sync.jsonrpc import id_key
 from mcp_sync.errors import HttpError, SessionEnded
-from mcp_sync.transports.http_client import HttpClientTransport, ReconnectPolicy
+from mcp_sync.http.client_transport import HttpClientTransport, ReconnectPolicy
 
 
 def full_server(probe: Probe, **options: Any) -> Server:

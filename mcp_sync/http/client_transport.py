@@ -512,7 +512,7 @@ class HttpClientTransport:
         """Feed one SSE response into the inbox. True if it ended normally and, when
         ``answer_to`` is a request id, carried the answer to that request (or broke after
         it); the
-        :class:`~mcp_sync.transports.sse.Oversize` marker when an event passed
+        :class:`~mcp_sync.http.sse.Oversize` marker when an event passed
         ``max_event_bytes`` on a request's stream, or on the GET stream when the event's id
         is known (the stream is then abandoned; otherwise the event is skipped)."""
         with self._lock:
