@@ -140,7 +140,7 @@ def test_a_cancellation_names_the_request_it_cancels() -> None:
     a, b = memory_pair()
     recorder = RoutingRecorder(a)
     blocker = Blocker()
-    with Endpoint(b, request_handler=blocker, name="peer") as peer:
+    with Endpoint(b, request_handler=blocker, name="peer"):
         endpoint = Endpoint(recorder, name="ours").start()
         try:
             call = endpoint.submit("block", {})

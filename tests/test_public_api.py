@@ -74,7 +74,6 @@ def test_dir_lists_the_lazy_names_and_an_unknown_name_is_an_attribute_error() ->
     assert set(dir(mcp_sync)) >= PUBLIC_NAMES
     with pytest.raises(AttributeError, match="no_such_name"):
         mcp_sync.no_such_name  # noqa: B018
-    assert not hasattr(mcp_sync, "_sse_body")
 
 
 def test_import_mcp_sync_loads_no_http_code() -> None:

@@ -508,7 +508,7 @@ class McpWsgiApp:
             "200 OK",
             [*_SSE_HEADERS, *headers],
         )
-        return _sse_body(stream.events(0, keepalive=self.keepalive, stop=self._stopping))
+        return stream.events(0, keepalive=self.keepalive, stop=self._stopping)  # first: a priming event, which sends the headers at once
 
     @staticmethod
     def _deliver(entry: _HttpSession, message: Message, line: bytes) -> None:
@@ -634,7 +634,7 @@ class McpWsgiApp:
                     # has nothing left to replay; 204 tells an SSE client to stop reconnecting
                     return _plain(start_response, "204 No Content", "")
                 start_response("200 OK", list(_SSE_HEADERS))
-                return _sse_body(stream.events(parsed[1], keepalive=self.keepalive, stop=self._stopping))
+                return stream.events(parsed[1], keepalive=self.keepalive, stop=self._stopping)
             after = parsed[1]
         with entry.get_lock:
             if not last and entry.get_active:  # a resumption may replace a stream still open
@@ -704,10 +704,6 @@ class _StandaloneBody:
                 release, self._release = self._release, None
             if release is not None:
                 release()
-
-
-def _sse_body(events: Iterator[bytes]) -> Iterator[bytes]:
-    yield from events  # its first item, a priming event, sends the headers at once
 
 
 def _refuse(refusal: Refusal) -> Callable[[StartResponse], Iterable[bytes]]:
