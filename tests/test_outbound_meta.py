@@ -7,7 +7,6 @@ import threading
 from typing import Any
 
 import pytest
-
 from endpoint_support import WAIT, Blocker, dispatcher, wait_until
 
 from mcp_sync import Endpoint, McpError, memory_pair
@@ -65,7 +64,11 @@ def test_the_protocols_tell_a_routing_transport_from_a_plain_one() -> None:
     assert isinstance(a, Transport) and not isinstance(a, RoutingTransport)
     # the library's routing transports: a missing method would silently make them plain
     for routing in (HttpClientTransport, HttpSessionTransport, BatchingTransport):
-        missing = [name for name in ("send", "inbound_cancelled", "bind_call_failure") if not callable(getattr(routing, name, None))]
+        missing = [
+            name
+            for name in ("send", "inbound_cancelled", "bind_call_failure")
+            if not callable(getattr(routing, name, None))
+        ]
         assert not missing, (routing, missing)
     a.close()
     b.close()
@@ -77,11 +80,15 @@ def test_a_routing_transport_is_bound_and_gets_only_described_messages() -> None
 
     def work(req: Any) -> Any:
         server.report_progress(req, 1, 2, "half")
-        server.notify("notifications/message", {"level": "info", "data": "x"}, related_request=req.id)
+        server.notify(
+            "notifications/message", {"level": "info", "data": "x"}, related_request=req.id
+        )
         return {"done": True}
 
     with Endpoint(b, name="client") as client:
-        server = Endpoint(recorder, request_handler=dispatcher({"work": work}), name="server").start()
+        server = Endpoint(
+            recorder, request_handler=dispatcher({"work": work}), name="server"
+        ).start()
         try:
             assert recorder.fail_call == server.fail_call
             progress: list[float] = []
@@ -100,7 +107,12 @@ def test_a_routing_transport_is_bound_and_gets_only_described_messages() -> None
         OutboundMeta("notification", "notifications/message", related_request_id=request_id),
         OutboundMeta("response", related_request_id=request_id),
     ]
-    assert metas[3] == OutboundMeta("request", "sampling/createMessage", request_id=asked.request_id, related_request_id=request_id)
+    assert metas[3] == OutboundMeta(
+        "request",
+        "sampling/createMessage",
+        request_id=asked.request_id,
+        related_request_id=request_id,
+    )
 
 
 def test_what_the_endpoint_says_is_what_the_line_holds() -> None:
@@ -108,7 +120,9 @@ def test_what_the_endpoint_says_is_what_the_line_holds() -> None:
     a, b = memory_pair()
     recorder = RoutingRecorder(a)
     blocker = Blocker()
-    with Endpoint(b, request_handler=dispatcher({"echo": lambda req: req.params}), name="peer") as peer:
+    with Endpoint(
+        b, request_handler=dispatcher({"echo": lambda req: req.params}), name="peer"
+    ) as peer:
         endpoint = Endpoint(recorder, request_handler=blocker, name="ours").start()
         try:
             assert endpoint.call("echo", {"x": 1}, timeout=WAIT) == {"x": 1}
@@ -151,7 +165,9 @@ def test_a_cancellation_names_the_request_it_cancels() -> None:
             blocker.release_all()
             endpoint.close()
     cancel = next(m for m in recorder.metas() if m.method == "notifications/cancelled")
-    assert cancel == OutboundMeta("notification", "notifications/cancelled", cancelled_request_id=call.request_id)
+    assert cancel == OutboundMeta(
+        "notification", "notifications/cancelled", cancelled_request_id=call.request_id
+    )
 
 
 def test_a_line_that_is_not_one_message_cannot_be_described() -> None:
@@ -159,6 +175,6 @@ def test_a_line_that_is_not_one_message_cannot_be_described() -> None:
         OutboundMeta.of_line(b"[1, 2]\n")
     with pytest.raises(ValueError):
         OutboundMeta.of_line(b"not json\n")
-    assert OutboundMeta.of_line(b'{"jsonrpc":"2.0","id":"7","error":{"code":1,"message":"m"}}\n') == OutboundMeta(
-        "response", related_request_id="7"
-    )
+    assert OutboundMeta.of_line(
+        b'{"jsonrpc":"2.0","id":"7","error":{"code":1,"message":"m"}}\n'
+    ) == OutboundMeta("response", related_request_id="7")

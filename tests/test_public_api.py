@@ -50,7 +50,9 @@ PUBLIC_NAMES = {
 
 
 def run_python(code: str) -> str:
-    done = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, timeout=60)
+    done = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, timeout=60
+    )
     assert done.returncode == 0, done.stderr
     return done.stdout.strip()
 
@@ -65,7 +67,9 @@ def test_every_exported_name_resolves_and_http_ones_come_from_mcp_sync_http() ->
 
     for name in sorted(PUBLIC_NAMES):
         assert getattr(mcp_sync, name) is not None, name
-    assert set(mcp_sync._HTTP_NAMES) == set(mcp_sync.http.__all__), "the root exports mcp_sync.http's names"
+    assert set(mcp_sync._HTTP_NAMES) == set(mcp_sync.http.__all__), (
+        "the root exports mcp_sync.http's names"
+    )
     for name in mcp_sync.http.__all__:
         assert getattr(mcp_sync, name) is getattr(mcp_sync.http, name), name
 

@@ -21,8 +21,9 @@ import select
 import stat
 import threading
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable, Literal, Protocol, Union, runtime_checkable
+from typing import Literal, Protocol, runtime_checkable
 
 from ..jsonrpc import ErrorResponse, InvalidMessage, Message, Request, RequestId, Response, decode
 from ..protocol import CANCELLED_METHOD
@@ -97,7 +98,7 @@ FailCall = Callable[..., bool]
 the connection (:meth:`Endpoint.fail_call <mcp_sync.endpoint.Endpoint.fail_call>`)."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class OutboundMeta:
     """What the sender knows about one outgoing line, handed to a :class:`RoutingTransport`."""
 
@@ -123,7 +124,7 @@ class OutboundMeta:
         return describe_outbound(message, None)
 
 
-def describe_outbound(message: Union[Message, bytes], related: RequestId | None) -> OutboundMeta:
+def describe_outbound(message: Message | bytes, related: RequestId | None) -> OutboundMeta:
     """The :class:`OutboundMeta` of ``message`` sent on behalf of the inbound request
     ``related``. Pre-encoded bytes are a handler's reply to ``related``; a response always
     relates to the request it answers."""
