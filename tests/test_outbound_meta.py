@@ -125,7 +125,7 @@ def test_what_the_endpoint_says_is_what_the_line_holds() -> None:
     ) as peer:
         endpoint = Endpoint(recorder, request_handler=blocker, name="ours").start()
         try:
-            assert endpoint.call("echo", {"x": 1}, timeout=WAIT) == {"x": 1}
+            assert endpoint.request("echo", {"x": 1}, timeout=WAIT) == {"x": 1}
             pending = endpoint.submit("echo", {"y": 2}, timeout=WAIT)
             pending.result(WAIT)
             incoming = peer.submit("block", {})
