@@ -32,7 +32,7 @@ from flask import Flask, jsonify, request
 from werkzeug.middleware.dispatcher import DispatcherMiddleware
 
 from mcp_sync import Client, Context, Server
-from mcp_sync.http_app import serve_http
+from mcp_sync.http import serve_http
 
 # -- the state the web app and the MCP tools share -----------------------------------------------
 _orders: dict[int, dict[str, Any]] = {}

@@ -44,7 +44,7 @@ if TYPE_CHECKING:  # pragma: no cover
     import httpx
     import mcp_types
 
-    from .transports.http_client import ReconnectPolicy
+    from .http.client_transport import ReconnectPolicy
 
 __all__ = ["Client", "RequestHandlerFn", "INIT_TIMEOUT"]
 
@@ -219,11 +219,11 @@ class Client(Session):
                 ``on_notification``/``on_log`` callback, or handlers for server requests
                 (``roots``, ``sampling_handler``, ``elicitation_handler``).
             reconnect: how streams are reopened (a
-                :class:`~mcp_sync.transports.http_client.ReconnectPolicy`).
+                :class:`~mcp_sync.http.client_transport.ReconnectPolicy`).
             max_event_bytes: the largest SSE event read (default
-                :data:`~mcp_sync.transports.http_client.MAX_EVENT_BYTES`).
+                :data:`~mcp_sync.http.client_transport.MAX_EVENT_BYTES`).
             max_response_bytes: the largest JSON answer read (default
-                :data:`~mcp_sync.transports.http_client.MAX_RESPONSE_BYTES`).
+                :data:`~mcp_sync.http.client_transport.MAX_RESPONSE_BYTES`).
             options: for :class:`Client` (and ``init_timeout``).
 
         Closing the client ends the session with ``DELETE``. A 404 (session ended), 401 or
@@ -231,7 +231,7 @@ class Client(Session):
         subclass that says so; an HTTP error carrying a JSON-RPC error fails its call with
         :class:`~mcp_sync.errors.McpError` (``http_status`` set).
         """
-        from .transports import http_client as http
+        from .http import client_transport as http
 
         if open_get_stream is None:
             receivers = ("on_notification", "on_log", "roots", "sampling_handler", "elicitation_handler")

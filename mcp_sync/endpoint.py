@@ -63,7 +63,7 @@ from .protocol import (
     Send,
     Settle,
 )
-from .transports.base import Transport
+from .transports.base import OutboundMeta, RoutingTransport, Transport, describe_outbound
 from .workers import MAX_QUEUED_CALLBACKS, CallbackThread, WorkerPool
 
 __all__ = ["Endpoint", "EndpointStats", "PendingCall", "RequestHandler", "CancelObserver"]
@@ -322,16 +322,15 @@ class Endpoint:
         self.name = name
         self._lock = threading.Lock()
         self._core = RequestRegistry(CancelToken)
-        # (encoded message, id of the inbound request it relates to, if any)
-        self._outbox: deque[tuple[bytes, RequestId | None]] = deque()
-        write_related = getattr(transport, "write_related", None)
-        self._write: Callable[[bytes, RequestId | None], None] = (
-            write_related if write_related is not None else (lambda data, _related: transport.write(data))
-        )
-        self._inbound_cancelled: Callable[[RequestId], Any] | None = getattr(transport, "inbound_cancelled", None)
-        bind_call_failure = getattr(transport, "bind_call_failure", None)
-        if bind_call_failure is not None:  # a transport that can fail one call (HTTP)
-            bind_call_failure(self.fail_call)
+        # (encoded message, what it is and the inbound request it relates to)
+        self._outbox: deque[tuple[bytes, OutboundMeta]] = deque()
+        self._write: Callable[[bytes, OutboundMeta], None] = lambda data, _meta: transport.write(data)
+        self._inbound_cancelled: Callable[[RequestId], Any] | None = None
+        if isinstance(transport, RoutingTransport):  # routes by message (HTTP, batches)
+            routing: RoutingTransport = transport
+            self._write = lambda data, meta: routing.send(data, meta)
+            self._inbound_cancelled = routing.inbound_cancelled
+            routing.bind_call_failure(self.fail_call)
         self._write_lock = threading.Lock()
         self._owns_pool = pool is None
         self._pool = pool if pool is not None else WorkerPool(max_workers, name)
@@ -498,7 +497,8 @@ class Endpoint:
         """
         if self._core.closed:
             raise ConnectionClosed("connection is closed")
-        self._outbox.append((encode(Notification(method, params)), related_request))
+        notification = Notification(method, params)
+        self._outbox.append((encode(notification), describe_outbound(notification, related_request)))
         self._flush(block=True)
 
     def _cancel_outbound(
@@ -554,11 +554,12 @@ class Endpoint:
             params["total"] = total
         if message is not None:
             params["message"] = message
-        data = encode(Notification(PROGRESS_METHOD, params))
+        notification = Notification(PROGRESS_METHOD, params)
+        data, meta = encode(notification), describe_outbound(notification, request.id)
         with self._lock:
             if not self._core.may_report_progress(request):
                 return False
-            self._outbox.append((data, request.id))
+            self._outbox.append((data, meta))
         self._flush(block=True)
         return True
 
@@ -735,12 +736,8 @@ class Endpoint:
         for action in actions:
             if isinstance(action, Send):
                 message = action.message
-                if isinstance(message, bytes):
-                    self._outbox.append((message, related))
-                elif isinstance(message, (Response, ErrorResponse)):
-                    self._outbox.append((encode(message), message.id))
-                else:
-                    self._outbox.append((encode(message), related))
+                data = message if isinstance(message, bytes) else encode(message)
+                self._outbox.append((data, describe_outbound(message, related)))
 
     def _flush(self, block: bool) -> None:
         """Write the outbox. With ``block=False`` return at once if another thread is writing
@@ -753,12 +750,12 @@ class Endpoint:
         while True:
             try:
                 while self._outbox:
-                    data, related = self._outbox.popleft()
+                    data, meta = self._outbox.popleft()
                     if failure is None:
                         if _wire.isEnabledFor(logging.DEBUG):
                             _trace(self.name, "->", data)
                         try:
-                            self._write(data, related)
+                            self._write(data, meta)
                         except (OSError, ValueError) as exc:
                             failure = exc
             finally:
@@ -780,11 +777,11 @@ class Endpoint:
             return
         try:
             while self._outbox:
-                data, related = self._outbox.popleft()
+                data, meta = self._outbox.popleft()
                 if _wire.isEnabledFor(logging.DEBUG):
                     _trace(self.name, "->", data)
                 try:
-                    self._write(data, related)
+                    self._write(data, meta)
                 except (OSError, ValueError):
                     self._outbox.clear()
         finally:

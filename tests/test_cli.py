@@ -23,7 +23,7 @@ from proc_helpers import PYTHON, ROOT, Finished, Proc, run, user_env
 
 SCRIPT = Path(sys.executable).with_name("mcp-sync")
 MCP_SYNC = [str(SCRIPT)]
-DEMO_SERVER = [PYTHON, "-m", "mcp_sync.demo", "--serve"]
+DEMO_SERVER = [PYTHON, "-m", "mcp_sync.cli.demo", "--serve"]
 SERVERS = Path(__file__).resolve().parent / "servers"
 BAD_SERVER = [PYTHON, str(SERVERS / "bad_cancel_server.py")]
 CLI_SERVER = [PYTHON, str(SERVERS / "cli_server.py")]
@@ -365,7 +365,7 @@ def test_every_header_option_is_sent_with_every_request() -> None:
     if importlib.util.find_spec("httpx") is None:
         pytest.skip("the http extra (httpx) is not installed")
     from mcp_sync import Server
-    from mcp_sync.http_server import serve_http
+    from mcp_sync.http.embedded_server import serve_http
 
     server = Server("headers")
 
@@ -434,7 +434,7 @@ def test_trace_prints_the_json_rpc_traffic_on_stderr() -> None:
 
 def test_serve_trace_prints_the_servers_side_of_the_traffic() -> None:
     # -v shows the spawned server's stderr, where serve --trace writes
-    result = mcp_sync("ping", "-v", "--", *MCP_SYNC, "serve", "mcp_sync.demo:server", "--trace")
+    result = mcp_sync("ping", "-v", "--", *MCP_SYNC, "serve", "mcp_sync.cli.demo:server", "--trace")
     assert result.code == 0, result.describe()
     lines = [line.split(" ", 2) for line in result.stderr.splitlines() if line.startswith("mcp_sync-server-")]
     seen = [(arrow, json.loads(text).get("method")) for _, arrow, text in lines]
@@ -480,7 +480,7 @@ def test_prompts_and_prompt() -> None:
 
 
 def test_serve_is_a_server_command_for_another_mcp_sync() -> None:
-    result = mcp_sync("ping", "--", *MCP_SYNC, "serve", "mcp_sync.demo:server")
+    result = mcp_sync("ping", "--", *MCP_SYNC, "serve", "mcp_sync.cli.demo:server")
     assert result.code == 0, result.describe()
     assert result.stdout.startswith("pong from mcp_sync-demo in "), result.describe()
 
@@ -516,7 +516,7 @@ def test_serve_reports_a_module_that_fails_to_import_in_one_line(tmp_path: Path)
 
 
 def test_serve_http_options_need_http() -> None:
-    assert_one_line_error(mcp_sync("serve", "mcp_sync.demo:server", "--path", "/x"), 2, "--path only apply with --http")
+    assert_one_line_error(mcp_sync("serve", "mcp_sync.cli.demo:server", "--path", "/x"), 2, "--path only apply with --http")
 
 
 @pytest.mark.parametrize(
@@ -530,7 +530,7 @@ def test_serve_http_options_need_http() -> None:
 def test_serve_rejects_a_bad_port_or_path_in_one_line(option: list[str], message: str) -> None:
     """A port out of range was an OverflowError traceback from bind(); a path without its
     leading / served at an address like http://127.0.0.1:8000mcp."""
-    result = mcp_sync("serve", "mcp_sync.demo:server", "--http", *option, limit=10)
+    result = mcp_sync("serve", "mcp_sync.cli.demo:server", "--http", *option, limit=10)
     assert_one_line_error(result, 2, f"mcp-sync serve: error: {message}")
 
 
@@ -539,7 +539,7 @@ def test_serve_http_and_url_clients() -> None:
     ``call`` and ``call --timeout`` by ``--url``, with ``--header``; Ctrl-C stops the server."""
     if importlib.util.find_spec("httpx") is None:
         pytest.skip("the http extra (httpx) is not installed")
-    argv = [*MCP_SYNC, "serve", "mcp_sync.demo:server", "--http", "--port", "0", "--path", "/tools/mcp", "--allowed-origin", "https://app.example"]
+    argv = [*MCP_SYNC, "serve", "mcp_sync.cli.demo:server", "--http", "--port", "0", "--path", "/tools/mcp", "--allowed-origin", "https://app.example"]
     with Proc(argv) as server:
         line = server.wait_for("stderr", "serving mcp_sync-demo at http://", LIMIT)
         url = line.split(" at ", 1)[1].strip()
@@ -669,7 +669,7 @@ def test_check_cancel_explains_a_wsgi_server_with_too_few_threads(threads: int, 
     waitress = Path(sys.executable).with_name("waitress-serve")
     if not waitress.exists():
         pytest.skip("waitress (a test extra) is not installed")
-    argv = [str(waitress), "--listen=127.0.0.1:0", f"--threads={threads}", "--call", "mcp_sync.demo:server.wsgi_app"]
+    argv = [str(waitress), "--listen=127.0.0.1:0", f"--threads={threads}", "--call", "mcp_sync.cli.demo:server.wsgi_app"]
     with Proc(argv) as server:
         line = server.wait_for("stderr", "Serving on http://", LIMIT)
         url = line.split("Serving on ", 1)[1].strip() + "/mcp"

@@ -6,7 +6,7 @@ from __future__ import annotations
 import base64
 import io
 
-from mcp_sync.cli_output import ProgressDisplay, content_lines, describe_size
+from mcp_sync.cli.output import ProgressDisplay, content_lines, describe_size
 
 
 class Clock:

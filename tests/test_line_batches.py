@@ -17,6 +17,7 @@ from mcp_helpers import REPO_ROOT, SERVERS_DIR
 
 from mcp_sync import Context, Server, memory_pair
 from mcp_sync.transports import SubprocessTransport
+from mcp_sync.transports.base import OutboundMeta
 
 OLD = "2025-03-26"
 
@@ -30,6 +31,11 @@ def request(method: str, params: dict[str, Any] | None, request_id: Any) -> dict
 
 def call(name: str, arguments: dict[str, Any], request_id: Any) -> dict[str, Any]:
     return request("tools/call", {"name": name, "arguments": arguments}, request_id)
+
+
+def answers(request_id: Any) -> OutboundMeta:
+    """What the endpoint says of its response to ``request_id``."""
+    return OutboundMeta("response", related_request_id=request_id)
 
 
 def notification(method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -205,12 +211,12 @@ def test_the_last_answer_and_the_last_cancellation_racing_write_the_batch_once(f
         inner = Lines(batch.encode())
         transport = BatchingTransport(inner, lambda: True)
         assert [json.loads(transport.read_line())["id"] for _ in range(3)] == [1, 2, 3]
-        transport.write_related(b'{"jsonrpc":"2.0","id":1,"result":{}}\n', 1)
+        transport.send(b'{"jsonrpc":"2.0","id":1,"result":{}}\n', answers(1))
         go = threading.Barrier(2)
 
         def answer() -> None:
             go.wait(WAIT)
-            transport.write_related(b'{"jsonrpc":"2.0","id":2,"result":{}}\n', 2)
+            transport.send(b'{"jsonrpc":"2.0","id":2,"result":{}}\n', answers(2))
 
         def cancel() -> None:
             go.wait(WAIT)
@@ -232,7 +238,7 @@ def test_progress_for_a_batch_request_goes_out_at_once():
     transport = BatchingTransport(inner, lambda: True)
     transport.read_line()
     progress = b'{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":1,"progress":1}}\n'
-    transport.write_related(progress, 1)
+    transport.send(progress, OutboundMeta("notification", "notifications/progress", related_request_id=1))
     assert inner.written == [progress]
-    transport.write_related(b'{"jsonrpc":"2.0","id":1,"result":{}}\n', 1)
+    transport.send(b'{"jsonrpc":"2.0","id":1,"result":{}}\n', answers(1))
     assert json.loads(inner.written[1]) == [{"jsonrpc": "2.0", "id": 1, "result": {}}]

@@ -13,16 +13,16 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..http_app import McpWsgiApp as McpWsgiApp
-    from ..http_server import HttpServerHandle as HttpServerHandle
+    from ..http.embedded_server import HttpServerHandle as HttpServerHandle
+    from ..http.wsgi_app import McpWsgiApp as McpWsgiApp
     from .server import Server
 
 __all__ = ["wsgi_app", "serve_http"]
 
 
 def wsgi_app(server: Server, **options: Any) -> McpWsgiApp:
-    """A :class:`~mcp_sync.http_app.McpWsgiApp` serving ``server`` with ``options``."""
-    from ..http_app import McpWsgiApp
+    """A :class:`~mcp_sync.http.wsgi_app.McpWsgiApp` serving ``server`` with ``options``."""
+    from ..http.wsgi_app import McpWsgiApp
 
     return McpWsgiApp(server, **options)
 
@@ -31,8 +31,8 @@ def serve_http(server: Server, host: str, port: int, path: str, options: dict[st
     """Serve ``server.wsgi_app(path=path, ...)`` on the embedded HTTP server in a background
     thread. The options the embedded server takes (its ``SERVER_OPTIONS``) go to it, the
     others to the app."""
-    from ..http_server import SERVER_OPTIONS
-    from ..http_server import serve_http as serve_app
+    from ..http.embedded_server import SERVER_OPTIONS
+    from ..http.embedded_server import serve_http as serve_app
 
     server_options = {name: options.pop(name) for name in SERVER_OPTIONS if name in options}
     return serve_app(server.wsgi_app(path=path, **options), host, port, **server_options)

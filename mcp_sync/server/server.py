@@ -428,13 +428,13 @@ class Server:
 
     def wsgi_app(self, **options: Any) -> McpWsgiApp:
         """A WSGI application serving this server over Streamable HTTP, to mount in Flask
-        or run under any threaded WSGI server. Options: see :class:`~mcp_sync.http_app.McpWsgiApp`."""
+        or run under any threaded WSGI server. Options: see :class:`~mcp_sync.http.wsgi_app.McpWsgiApp`."""
         return http_delegate.wsgi_app(self, **options)
 
     def serve_http(self, host: str = "127.0.0.1", port: int = 0, *, path: str = "/mcp", **options: Any) -> HttpServerHandle:
         """Serve Streamable HTTP in a background thread (standard-library threaded WSGI
         server); returns a handle with ``url`` and ``stop()``. ``port=0`` picks a free port.
-        The options of :func:`~mcp_sync.http_server.serve_http` (``backlog``,
+        The options of :func:`~mcp_sync.http.embedded_server.serve_http` (``backlog``,
         ``read_timeout``, ``max_connections``) go to the server, the others to the app."""
         return http_delegate.serve_http(self, host, port, path, options)
 

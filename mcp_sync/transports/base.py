@@ -6,6 +6,12 @@ A transport moves whole lines (one JSON-RPC message each) in both directions:
   or returns ``None`` at end of stream (or after :meth:`Transport.close`);
 * :meth:`Transport.write` writes one encoded line (newline included); it may block;
 * :meth:`Transport.close` ends the connection and wakes a blocked :meth:`read_line`.
+
+A transport that routes messages (Streamable HTTP: each request's messages on its own
+stream) is also a :class:`RoutingTransport`: the endpoint then hands it every message with
+an :class:`OutboundMeta` -- its kind, method, id and the request it belongs to -- so the
+transport never decodes what the endpoint has just encoded, and tells it of cancelled
+inbound requests and how to fail one outbound call.
 """
 
 from __future__ import annotations
@@ -15,9 +21,24 @@ import select
 import stat
 import threading
 from collections import deque
-from typing import Protocol, runtime_checkable
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Literal, Protocol, runtime_checkable
 
-__all__ = ["Transport", "FdLineReader", "MAX_LINE_BYTES", "enlarge_pipe"]
+from ..jsonrpc import ErrorResponse, InvalidMessage, Message, Request, RequestId, Response, decode
+from ..protocol import CANCELLED_METHOD
+
+__all__ = [
+    "Transport",
+    "RoutingTransport",
+    "OutboundMeta",
+    "MessageKind",
+    "FailCall",
+    "describe_outbound",
+    "FdLineReader",
+    "MAX_LINE_BYTES",
+    "enlarge_pipe",
+]
 
 MAX_LINE_BYTES = 64 * 1024 * 1024
 """A line longer than this is discarded (and reported as an empty line)."""
@@ -65,6 +86,79 @@ class Transport(Protocol):
 
     def close(self) -> None:
         """End the connection; wakes a blocked :meth:`read_line`. Idempotent."""
+        ...
+
+
+MessageKind = Literal["request", "notification", "response", "batch"]
+"""What an outgoing line holds: one request, one notification, one response (result or
+error), or a JSON-RPC batch of responses."""
+
+FailCall = Callable[..., bool]
+"""``fail_call(request_id, exception, cancel=...)``: fail one outbound call without ending
+the connection (:meth:`Endpoint.fail_call <mcp_sync.endpoint.Endpoint.fail_call>`)."""
+
+
+@dataclass(frozen=True, slots=True)
+class OutboundMeta:
+    """What the sender knows about one outgoing line, handed to a :class:`RoutingTransport`."""
+
+    kind: MessageKind
+    method: str | None = None
+    """The method of a request or notification."""
+    request_id: RequestId | None = None
+    """The id of a request (the one this line sends)."""
+    related_request_id: RequestId | None = None
+    """The inbound request this line belongs to: the one a response answers, or the one on
+    whose behalf a request or notification is sent (progress, a log message, sampling)."""
+    cancelled_request_id: RequestId | None = None
+    """For ``notifications/cancelled``: the request it cancels."""
+
+    @classmethod
+    def of_line(cls, data: bytes) -> OutboundMeta:
+        """Describe an encoded line by decoding it (for a caller that has only the bytes;
+        the endpoint never needs this). Raises :class:`ValueError` for a line that is not
+        one JSON-RPC message."""
+        message = decode(data.rstrip(b"\n"))
+        if isinstance(message, InvalidMessage):
+            raise ValueError(f"not a JSON-RPC message: {message.detail}")
+        return describe_outbound(message, None)
+
+
+def describe_outbound(message: Message | bytes, related: RequestId | None) -> OutboundMeta:
+    """The :class:`OutboundMeta` of ``message`` sent on behalf of the inbound request
+    ``related``. Pre-encoded bytes are a handler's reply to ``related``; a response always
+    relates to the request it answers."""
+    if isinstance(message, bytes):
+        return OutboundMeta("response", related_request_id=related)
+    if isinstance(message, (Response, ErrorResponse)):
+        return OutboundMeta("response", related_request_id=message.id)
+    if isinstance(message, Request):
+        return OutboundMeta("request", message.method, request_id=message.id, related_request_id=related)
+    cancelled = None
+    if message.method == CANCELLED_METHOD and isinstance(message.params, dict):
+        cancelled = message.params.get("requestId")
+    return OutboundMeta("notification", message.method, related_request_id=related, cancelled_request_id=cancelled)
+
+
+@runtime_checkable
+class RoutingTransport(Transport, Protocol):
+    """A transport that routes each message by what it is (Streamable HTTP, batches).
+
+    The endpoint calls :meth:`send` instead of :meth:`Transport.write` for every message,
+    :meth:`inbound_cancelled` when an inbound request's cancellation won, and
+    :meth:`bind_call_failure` once, when it is created.
+    """
+
+    def send(self, data: bytes, meta: OutboundMeta) -> None:
+        """Write one encoded line described by ``meta``. Raises like :meth:`Transport.write`."""
+        ...
+
+    def inbound_cancelled(self, request_id: RequestId) -> None:
+        """The inbound request ``request_id`` was cancelled: no response will follow."""
+        ...
+
+    def bind_call_failure(self, fail_call: FailCall) -> None:
+        """Called once by the endpoint with the function that fails one outbound call."""
         ...
 
 

@@ -32,13 +32,11 @@ from ..jsonrpc import (
     Message,
     Request,
     RequestId,
-    Response,
-    decode,
     decode_object,
     encode,
     id_key,
 )
-from .base import Transport
+from .base import FailCall, OutboundMeta, RoutingTransport, Transport
 
 __all__ = ["BATCH_REVISIONS", "BatchingTransport", "SplitBatch", "split_batch", "EMPTY_BATCH"]
 
@@ -133,11 +131,7 @@ class BatchingTransport:
         self._write_lock = threading.Lock()  # one writer at a time: the endpoint and the reader
         self._lines: deque[bytes] = deque()  # elements of a split batch, still to be read
         self._owed: dict[tuple[type, RequestId], _Batch] = {}  # request -> its batch
-        related = getattr(inner, "write_related", None)
-        self._inner_write: Callable[[bytes, RequestId | None], None] = (
-            related if related is not None else (lambda data, _related: inner.write(data))
-        )
-        self._inner_cancelled: Callable[[RequestId], Any] | None = getattr(inner, "inbound_cancelled", None)
+        self._routing: RoutingTransport | None = inner if isinstance(inner, RoutingTransport) else None
 
     # -- reading --------------------------------------------------------------------------------
     def read_line(self) -> bytes | None:
@@ -159,7 +153,7 @@ class BatchingTransport:
 
     def _split(self, items: list[Any]) -> None:
         if not items:
-            self._write_raw(encode(ErrorResponse(None, INVALID_REQUEST, EMPTY_BATCH)))
+            self._write_raw(encode(ErrorResponse(None, INVALID_REQUEST, EMPTY_BATCH)), OutboundMeta("response"))
             return
         split = split_batch(items)
         batch = _Batch()
@@ -175,15 +169,16 @@ class BatchingTransport:
     # -- writing --------------------------------------------------------------------------------
     def write(self, data: bytes) -> None:
         """Write one line at once."""
-        self._write_raw(data)
+        self._write_raw(data, None)
 
-    def write_related(self, data: bytes, related: RequestId | None) -> None:
+    def send(self, data: bytes, meta: OutboundMeta) -> None:
         """Hold a response owed to a batch; write anything else at once."""
+        related = meta.related_request_id
         if related is not None and self._owed:
             key = id_key(related)
             with self._lock:
                 batch = self._owed.get(key)
-                if batch is not None and _is_response_to(data, related):
+                if batch is not None and meta.kind == "response":
                     del self._owed[key]
                     batch.waiting.discard(key)
                     batch.replies.append(data)
@@ -194,8 +189,7 @@ class BatchingTransport:
                 if complete:
                     self._write_batch(batch)
                 return
-        with self._write_lock:
-            self._inner_write(data, related)
+        self._write_raw(data, meta)
 
     def inbound_cancelled(self, request_id: RequestId) -> None:
         """A request was cancelled: its batch owes it no response any more."""
@@ -208,15 +202,24 @@ class BatchingTransport:
                 complete = not batch.waiting  # only the thread that empties it writes it
         if batch is not None and complete and batch.replies:
             self._write_batch(batch)
-        if self._inner_cancelled is not None:
-            self._inner_cancelled(request_id)
+        if self._routing is not None:
+            self._routing.inbound_cancelled(request_id)
+
+    def bind_call_failure(self, fail_call: FailCall) -> None:
+        """Passed on to an inner transport that can fail one call."""
+        if self._routing is not None:
+            self._routing.bind_call_failure(fail_call)
 
     def _write_batch(self, batch: _Batch) -> None:
-        self._write_raw(b"[" + b",".join(reply.rstrip(b"\n") for reply in batch.replies) + b"]\n")
+        self._write_raw(b"[" + b",".join(reply.rstrip(b"\n") for reply in batch.replies) + b"]\n", OutboundMeta("batch"))
 
-    def _write_raw(self, data: bytes) -> None:
+    def _write_raw(self, data: bytes, meta: OutboundMeta | None) -> None:
+        """Write to the inner transport: with ``meta`` if it routes by message."""
         with self._write_lock:
-            self._inner_write(data, None)
+            if meta is not None and self._routing is not None:
+                self._routing.send(data, meta)
+            else:
+                self._inner.write(data)
 
     # -- the rest of the transport --------------------------------------------------------------
     def close(self) -> None:
@@ -233,7 +236,3 @@ class BatchingTransport:
             raise AttributeError(name)
         return getattr(self._inner, name)
 
-
-def _is_response_to(data: bytes, request_id: RequestId) -> bool:
-    message = decode(data.rstrip(b"\n"))
-    return isinstance(message, (Response, ErrorResponse)) and message.id is not None and id_key(message.id) == id_key(request_id)

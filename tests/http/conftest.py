@@ -10,9 +10,9 @@ import pytest
 from http_support import Probe, RawSession, Wire
 
 from mcp_sync import Server
-from mcp_sync.http_app import HttpServerHandle, McpWsgiApp, serve_http
-from mcp_sync.transports.http_session import HttpSessionTransport
-from mcp_sync.transports.sse import EventStream
+from mcp_sync.http import HttpServerHandle, McpWsgiApp, serve_http
+from mcp_sync.http.session_transport import HttpSessionTransport
+from mcp_sync.http.sse import EventStream
 
 
 @pytest.fixture

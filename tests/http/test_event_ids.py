@@ -6,7 +6,7 @@ import random
 
 import pytest
 
-from mcp_sync.transports.sse import MAX_EVENT_NUMBER_DIGITS, parse_event_id
+from mcp_sync.http.sse import MAX_EVENT_NUMBER_DIGITS, parse_event_id
 
 
 def test_event_ids_this_library_makes_parse_back():

@@ -10,7 +10,7 @@ import pytest
 
 from http_support import WAIT, RawSession, call_tool, make_server, notification, request
 
-from mcp_sync.http_app import McpWsgiApp
+from mcp_sync.http import McpWsgiApp
 
 OLD = "2025-03-26"
 JSON_ONLY = "application/json"

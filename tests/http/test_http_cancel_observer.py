@@ -8,7 +8,7 @@ from typing import Any, Callable
 
 from http_support import WAIT
 from mcp_sync import Client, Context, Server
-from mcp_sync.http_server import HttpServerHandle
+from mcp_sync.http.embedded_server import HttpServerHandle
 
 
 class Observed:

@@ -9,7 +9,7 @@ import socket
 import threading
 
 from http_support import WAIT
-from mcp_sync.conformance import ServerUnavailable, run_checks
+from mcp_sync.cli.check_cancel import ServerUnavailable, run_checks
 
 
 def test_check_cancel_of_a_server_that_never_answers_ends_saying_so():

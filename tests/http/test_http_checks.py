@@ -1,4 +1,4 @@
-"""The request checks of ``mcp_sync.http_checks``, without a server."""
+"""The request checks of ``mcp_sync.http.checks``, without a server."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import io
 
 import pytest
 
-from mcp_sync.http_checks import (
+from mcp_sync.http.checks import (
     HostAllowList,
     Refusal,
     check_content_type,

@@ -36,7 +36,7 @@ from mcp_sync import (
 )
 from mcp_sync.jsonrpc import id_key
 from mcp_sync.errors import HttpError, SessionEnded
-from mcp_sync.transports.http_client import HttpClientTransport, ReconnectPolicy
+from mcp_sync.http.client_transport import HttpClientTransport, ReconnectPolicy
 
 
 def full_server(probe: Probe, **options: Any) -> Server:
@@ -205,13 +205,13 @@ def test_cancelling_the_tool_cancels_its_request_to_the_client(probe, served):
     # (and any answer it might write) is over: a barrier, not a sleep
     client = Client.http(handle.url, sampling_handler=sampling, roots=["/r"], max_workers=1)
     written: list[dict[str, Any]] = []
-    original_write = client.transport.write
+    original_send = client.transport.send
 
-    def recording_write(data: bytes) -> None:
+    def recording_send(data: bytes, meta: Any) -> None:
         written.append(json.loads(data))
-        original_write(data)
+        original_send(data, meta)
 
-    client.transport.write = recording_write  # type: ignore[method-assign]
+    client.transport.send = recording_send  # type: ignore[method-assign]
     with client:
         future = client.call_tool_future("ask_sample_and_wait")
         assert handler_started.wait(WAIT)

@@ -19,9 +19,9 @@ import pytest
 from http_support import WAIT, Probe, make_server
 
 from mcp_sync import Client, ConnectionClosed, McpError
-from mcp_sync.http_app import serve_http
+from mcp_sync.http import serve_http
 from mcp_sync.errors import HttpError, RequestNotSent
-from mcp_sync.transports.http_client import HttpClientTransport, ReconnectPolicy
+from mcp_sync.http.client_transport import HttpClientTransport, ReconnectPolicy
 
 
 class RefreshingAuth(httpx.Auth):

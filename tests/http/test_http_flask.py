@@ -17,7 +17,7 @@ import pytest
 from http_support import WAIT, Probe, make_server, run_waitress
 
 from mcp_sync import Cancelled, Client
-from mcp_sync.http_app import McpWsgiApp, serve_http
+from mcp_sync.http import McpWsgiApp, serve_http
 
 flask = pytest.importorskip("flask")
 from werkzeug.middleware.dispatcher import DispatcherMiddleware

@@ -279,7 +279,7 @@ class OfficialClientRun:
 @pytest.fixture(scope="module")
 def official_client_run(tmp_path_factory: pytest.TempPathFactory) -> OfficialClientRun:
     """Runs the official client's script once against our server; stops everything."""
-    from mcp_sync.transports.sse import EventStream
+    from mcp_sync.http.sse import EventStream
 
     probe = Probe()
     server = make_server(probe, name="mcp-sync-under-test")
@@ -302,7 +302,7 @@ def official_client_run(tmp_path_factory: pytest.TempPathFactory) -> OfficialCli
         return original_push(self, data, last=last)
 
     app = RecordingApp(server.wsgi_app(path="/mcp"))
-    from mcp_sync.http_app import serve_http
+    from mcp_sync.http import serve_http
 
     steps = [
         {"op": "list"},
@@ -426,7 +426,7 @@ def test_official_client_reconnects_after_our_stream_lifetime_and_misses_nothing
     """Our server closes the GET stream after ``stream_lifetime`` with a ``retry:`` hint; the
     official client reconnects with Last-Event-ID, and a notification pushed while it was
     away (its reconnect held at a gate) reaches it."""
-    from mcp_sync.http_app import serve_http
+    from mcp_sync.http import serve_http
 
     server = make_server(Probe(), name="lifetime")
     held, release = threading.Event(), threading.Event()

@@ -23,9 +23,9 @@ import pytest
 from http_support import WAIT
 
 from mcp_sync import Client, PeerMisbehaved
-from mcp_sync.http_app import serve_http
+from mcp_sync.http import serve_http
 from mcp_sync.errors import ResponseTooLarge
-from mcp_sync.transports.http_client import ReconnectPolicy
+from mcp_sync.http.client_transport import ReconnectPolicy
 
 HUGE = 256 * 1024 * 1024
 CHUNK = b"x" * (1024 * 1024)
@@ -140,7 +140,7 @@ CLIENT = textwrap.dedent(
     import json, sys
     from mcp_sync import Client
     from mcp_sync.errors import ResponseTooLarge
-    from mcp_sync.transports.http_client import ReconnectPolicy
+    from mcp_sync.http.client_transport import ReconnectPolicy
 
     def hwm():
         for line in open("/proc/self/status"):
@@ -232,7 +232,7 @@ def test_an_oversize_event_on_the_get_stream_is_skipped_by_resuming_after_it(hos
 
 # -- the parser, without I/O -----------------------------------------------------------------------
 def test_parser_splits_any_line_ending_across_chunks():
-    from mcp_sync.transports.sse import SseParser
+    from mcp_sync.http.sse import SseParser
 
     parser = SseParser(1024)
     stream = b"id: a\r\ndata: one\r\rretry: 250\ndata: two\r\n\r\n: comment\nid: b\ndata: x\ndata: y\n\n"
@@ -242,7 +242,7 @@ def test_parser_splits_any_line_ending_across_chunks():
 
 
 def test_parser_drops_an_oversize_event_whose_id_comes_last_and_goes_on():
-    from mcp_sync.transports.sse import Oversize, SseParser
+    from mcp_sync.http.sse import Oversize, SseParser
 
     parser = SseParser(100)
     out = parser.feed_bytes(b"data: " + b"z" * 60)
@@ -257,7 +257,7 @@ def test_parser_drops_an_oversize_event_whose_id_comes_last_and_goes_on():
 
 
 def test_a_new_stream_does_not_continue_an_event_the_last_one_broke_off():
-    from mcp_sync.transports.sse import SseParser
+    from mcp_sync.http.sse import SseParser
 
     parser = SseParser(1024)
     assert parser.feed_bytes(b"retry: 10\nid: s:1\n\ndata: {\"half") == []  # the connection breaks here

@@ -21,8 +21,8 @@ from endpoint_support import wait_until
 from http_support import WAIT, Wire, run_waitress
 
 from mcp_sync import Cancelled, Client, Context, RequestTimeout, Server, ServerSession
-from mcp_sync.http_app import McpWsgiApp, serve_http
-from mcp_sync.transports.http_session import HttpSessionTransport
+from mcp_sync.http import McpWsgiApp, serve_http
+from mcp_sync.http.session_transport import HttpSessionTransport
 
 CLIENTS = 20
 CALLS = 100

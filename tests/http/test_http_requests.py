@@ -14,7 +14,7 @@ import pytest
 
 from http_support import WAIT, call_tool, initialize_request, make_server
 from mcp_sync import Server
-from mcp_sync.http_app import McpWsgiApp, serve_http
+from mcp_sync.http import McpWsgiApp, serve_http
 
 
 def chunks(body: bytes, size: int = 7) -> Iterator[bytes]:

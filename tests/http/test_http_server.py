@@ -16,8 +16,8 @@ import pytest
 
 from http_support import WAIT, Sse, call_tool, make_server
 from mcp_helpers import wait_until
-from mcp_sync.http_app import McpWsgiApp, serve_http
-from mcp_sync.http_server import CONNECTION_THREAD_NAME, DEFAULT_BACKLOG
+from mcp_sync.http import McpWsgiApp, serve_http
+from mcp_sync.http.embedded_server import CONNECTION_THREAD_NAME, DEFAULT_BACKLOG
 
 def _burst() -> int:
     """Simultaneous connects of the backlog test: 200 (resets were seen from 120), or fewer

@@ -25,7 +25,7 @@ from http_support import (
 )
 
 from mcp_sync import Context, Server
-from mcp_sync.http_app import McpWsgiApp, serve_http
+from mcp_sync.http import McpWsgiApp, serve_http
 
 JSON_ONLY = "application/json"
 

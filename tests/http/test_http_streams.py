@@ -26,11 +26,11 @@ from http_support import WAIT, call_tool, initialize_request, make_server, notif
 from mcp_helpers import wait_until
 
 from mcp_sync import Client
-from mcp_sync.http_app import McpWsgiApp
+from mcp_sync.http import McpWsgiApp
 from mcp_sync.errors import RequestNotSent
-from mcp_sync.transports.http_client import ReconnectPolicy
-from mcp_sync.transports.http_session import EARLY_CANCEL_BYTES, EARLY_CANCELS, HttpSessionTransport
-from mcp_sync.transports.sse import EventStream
+from mcp_sync.http.client_transport import ReconnectPolicy
+from mcp_sync.http.session_transport import EARLY_CANCEL_BYTES, EARLY_CANCELS, HttpSessionTransport
+from mcp_sync.http.sse import EventStream
 
 
 class Notes:

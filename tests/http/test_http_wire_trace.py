@@ -10,7 +10,7 @@ from typing import Any, Callable
 import pytest
 
 from mcp_sync import Client, Server
-from mcp_sync.http_app import HttpServerHandle
+from mcp_sync.http import HttpServerHandle
 
 
 def _logged(caplog: pytest.LogCaptureFixture, prefix: str) -> list[dict[str, Any]]:

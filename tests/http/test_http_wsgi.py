@@ -12,7 +12,7 @@ import re
 import pytest
 
 from mcp_sync import Client, ConnectionClosed
-from mcp_sync.http_app import McpWsgiApp
+from mcp_sync.http import McpWsgiApp
 from mcp_helpers import wait_until
 from http_support import (
     ACCEPT_BOTH,
@@ -510,7 +510,7 @@ def test_servers_bind_to_loopback_unless_told_otherwise(probe):
     import inspect
 
     from mcp_sync import Server
-    from mcp_sync.http_app import serve_http
+    from mcp_sync.http import serve_http
 
     handle = make_server(probe).serve_http(port=0)
     try:

@@ -1,6 +1,6 @@
 """A small threaded HTTP server for WSGI apps (the standard library's ``wsgiref``), bounded.
 
-:func:`serve_http` runs an :class:`~mcp_sync.http_app.McpWsgiApp` (or any WSGI app that
+:func:`serve_http` runs an :class:`~mcp_sync.http.wsgi_app.McpWsgiApp` (or any WSGI app that
 mounts one) for development, tests and local tools. It takes one thread per connection,
 and bounds what slow or numerous clients can hold:
 
@@ -33,10 +33,10 @@ import time
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence
 from wsgiref.simple_server import WSGIRequestHandler, WSGIServer
 
-from .http_checks import HostAllowList
+from .checks import HostAllowList
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .http_app import McpWsgiApp
+    from .wsgi_app import McpWsgiApp
 
 __all__ = [
     "CONNECTION_THREAD_NAME",

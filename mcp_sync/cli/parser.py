@@ -139,7 +139,7 @@ def _build() -> tuple[argparse.ArgumentParser, dict[str, _Parser]]:
         "(Streamable HTTP). Each command's --help shows examples.\n\n" + _exit_code_text(),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    from . import __version__
+    from .. import __version__
 
     parser.add_argument("--version", action="version", version=f"mcp-sync {__version__}")
     sub = parser.add_subparsers(dest="subcommand", required=True, metavar="COMMAND", parser_class=_Parser)

@@ -38,17 +38,17 @@ Failures of one call do not end the connection where it is safe to tell:
 
 from __future__ import annotations
 
-import json
 import logging
 import queue
 import socket
 import ssl
 import threading
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping
+from typing import Any, Mapping
 
 from ..errors import ConnectionClosed, HttpError, McpError, RequestNotSent, RequestTimeout, ResponseTooLarge, SessionEnded
-from ..jsonrpc import ErrorResponse, InvalidMessage, Response, decode, id_key, is_valid_id
+from ..jsonrpc import ErrorResponse, InvalidMessage, RequestId, Response, decode, id_key, is_valid_id
+from ..transports.base import FailCall, OutboundMeta
 from .sse import Oversize, SseParser
 
 __all__ = [
@@ -198,20 +198,23 @@ class HttpClientTransport:
         self._get_started = False
         self._get_answered = threading.Event()  # the first GET got headers, or failed
         self._failure: BaseException | None = None
-        self._fail_call: Callable[..., bool] | None = None
+        self._fail_call: FailCall | None = None
         # ids of our requests we cancelled: their streams end without an answer, by design
         self._cancelled: set[tuple[type, Any]] = set()
         # requests whose body is not written yet (a cancel waits for it)
         self._posted: dict[tuple[type, Any], threading.Event] = {}
-        self._outgoing: queue.SimpleQueue[tuple[bytes, Any] | None] = queue.SimpleQueue()
+        self._outgoing: queue.SimpleQueue[tuple[bytes, OutboundMeta] | None] = queue.SimpleQueue()
         self._sender: threading.Thread | None = None
         self.session_id: str | None = None
         self.protocol_version: str | None = None
 
-    def bind_call_failure(self, fail_call: Callable[..., bool]) -> None:
+    def bind_call_failure(self, fail_call: FailCall) -> None:
         """Called by the endpoint: ``fail_call(request_id, exception, cancel=...)`` fails one
         call without ending the connection."""
         self._fail_call = fail_call
+
+    def inbound_cancelled(self, request_id: RequestId) -> None:
+        """Nothing to route: a cancelled server-to-client request is simply never answered."""
 
     # -- transport interface ------------------------------------------------------------------
     def read_line(self) -> bytes | None:
@@ -226,6 +229,10 @@ class HttpClientTransport:
         return item
 
     def write(self, data: bytes) -> None:
+        """Send one message, described by decoding it (the endpoint calls :meth:`send`)."""
+        self.send(data, OutboundMeta.of_line(data))
+
+    def send(self, data: bytes, meta: OutboundMeta) -> None:
         """Send one message without waiting for the network.
 
         ``initialize`` and ``notifications/initialized`` are POSTed here and now (nothing
@@ -236,26 +243,24 @@ class HttpClientTransport:
         """
         if self._closed.is_set():
             raise ConnectionClosed("the HTTP transport is closed")
-        message = json.loads(data)
-        method = message.get("method") if isinstance(message, dict) else None
-        is_request = method is not None and "id" in message
+        method = meta.method
+        is_request = meta.kind == "request"
         if method in ("initialize", "notifications/initialized"):
             read = self._handshake_timeout if method == "initialize" else None
-            self._post(data, message, is_request, stream_inline=False, read_timeout=read)
+            self._post(data, meta, stream_inline=False, read_timeout=read)
             if method == "notifications/initialized" and self._start_get_stream():
                 self._get_answered.wait(GET_STREAM_READY_WAIT)
             return
         if is_request:
             written = threading.Event()
-            key = _key(message["id"])
+            key = _key(meta.request_id)
             if key is not None:
                 with self._lock:
                     self._posted[key] = written
-            self._start(self._post_request, data, message, written, f"mcp_sync-http-request-{message['id']}")
+            self._start(self._post_request, data, meta, written, f"mcp_sync-http-request-{meta.request_id}")
             return
         if method == "notifications/cancelled":
-            params = message.get("params")
-            key = _key(params.get("requestId")) if isinstance(params, dict) else None
+            key = _key(meta.cancelled_request_id)
             if key is not None:
                 with self._lock:
                     self._cancelled.add(key)
@@ -264,7 +269,7 @@ class HttpClientTransport:
                 self._sender = threading.Thread(target=self._send_loop, name="mcp_sync-http-sender", daemon=True)
                 self._threads.add(self._sender)
                 self._sender.start()
-        self._outgoing.put((data, message))
+        self._outgoing.put((data, meta))
 
     def _send(
         self,
@@ -287,8 +292,7 @@ class HttpClientTransport:
     def _post(
         self,
         data: bytes,
-        message: Any,
-        is_request: bool,
+        meta: OutboundMeta,
         *,
         stream_inline: bool,
         written: threading.Event | None = None,
@@ -296,19 +300,19 @@ class HttpClientTransport:
     ) -> None:
         """POST one message and route its answer (JSON body or SSE stream) to the inbox."""
         httpx = _httpx()
-        request_id = message.get("id") if is_request else None
+        is_request = meta.kind == "request"
+        request_id = meta.request_id if is_request else None
         trace = _SendTrace(written)
         try:
             try:
                 response = self._send("POST", self._request_headers(), data.rstrip(b"\n"), trace, read_timeout)
             except httpx.HTTPError as exc:
                 if is_request and read_timeout is not None and isinstance(exc, httpx.ReadTimeout):
-                    method = message.get("method")
-                    self._fail_one(request_id, RequestTimeout(f"{method}: no answer from {self.url} within {read_timeout:g} s"))
+                    self._fail_one(request_id, RequestTimeout(f"{meta.method}: no answer from {self.url} within {read_timeout:g} s"))
                     return
                 if is_request and not trace.body_sent and (trace.traced or isinstance(exc, httpx.ConnectError)):
                     # the server cannot have read it: fail this call only
-                    failure = RequestNotSent(f"HTTP POST to {self.url} failed: {exc} ({message.get('method')} did not reach the server)")
+                    failure = RequestNotSent(f"HTTP POST to {self.url} failed: {exc} ({meta.method} did not reach the server)")
                     self._fail_one(request_id, failure)
                     return
                 raise ConnectionClosed(f"HTTP POST to {self.url} failed: {exc}") from exc
@@ -324,10 +328,10 @@ class HttpClientTransport:
                 self._fail_one(request_id, refusal)
                 return
             if isinstance(refusal, McpError):
-                _log.warning("the server refused a %s: %s (HTTP %s)", message.get("method", "response"), refusal, refusal.http_status)
+                _log.warning("the server refused a %s: %s (HTTP %s)", meta.method or meta.kind, refusal, refusal.http_status)
                 return
             raise refusal
-        if is_request and message.get("method") == "initialize":
+        if is_request and meta.method == "initialize":
             session_id = response.headers.get("mcp-session-id")
             if session_id:
                 self.session_id = session_id
@@ -368,15 +372,15 @@ class HttpClientTransport:
         if body.strip():
             self._deliver(body)
 
-    def _post_request(self, data: bytes, message: Any, written: threading.Event) -> None:
+    def _post_request(self, data: bytes, meta: OutboundMeta, written: threading.Event) -> None:
         """Thread body: POST a request and read its answer."""
         try:
-            self._post(data, message, True, stream_inline=True, written=written)
+            self._post(data, meta, stream_inline=True, written=written)
         except ConnectionClosed as exc:
             self._fail(exc)
         finally:
             written.set()
-            key = _key(message.get("id"))
+            key = _key(meta.request_id)
             with self._lock:
                 if key is not None and self._posted.get(key) is written:
                     del self._posted[key]
@@ -387,17 +391,16 @@ class HttpClientTransport:
             item = self._outgoing.get()
             if item is None:
                 return
-            data, message = item
-            if message.get("method") == "notifications/cancelled":
-                params = message.get("params")
-                key = _key(params.get("requestId")) if isinstance(params, dict) else None
+            data, meta = item
+            if meta.method == "notifications/cancelled":
+                key = _key(meta.cancelled_request_id)
                 with self._lock:
                     written = self._posted.get(key) if key is not None else None
                 while written is not None and not written.wait(0.1):  # after its request, never before
                     if self._closed.is_set():
                         return
             try:
-                self._post(data, message, False, stream_inline=False)
+                self._post(data, meta, stream_inline=False)
             except ConnectionClosed as exc:
                 self._fail(exc)
                 return
@@ -512,7 +515,7 @@ class HttpClientTransport:
         """Feed one SSE response into the inbox. True if it ended normally and, when
         ``answer_to`` is a request id, carried the answer to that request (or broke after
         it); the
-        :class:`~mcp_sync.transports.sse.Oversize` marker when an event passed
+        :class:`~mcp_sync.http.sse.Oversize` marker when an event passed
         ``max_event_bytes`` on a request's stream, or on the GET stream when the event's id
         is known (the stream is then abandoned; otherwise the event is skipped)."""
         with self._lock:

@@ -15,7 +15,7 @@ A server is named either by a command after ``--`` (spawned, spoken to over stdi
 and arguments may come in any order before the ``--``. ``--timeout`` bounds each wait: the
 server's start and handshake, then each request (cancelled on expiry); ``--trace`` prints
 every JSON-RPC message on stderr (the ``mcp_sync.wire`` logger). The exit codes are in
-:data:`~mcp_sync.cli_parser.EXIT_CODES`.
+:data:`~mcp_sync.cli.parser.EXIT_CODES`.
 """
 
 from __future__ import annotations
@@ -31,9 +31,9 @@ from typing import Any, Callable, Iterator, Sequence, TextIO
 
 from pydantic import BaseModel
 
-from .errors import Cancelled
-from .cli_output import ProgressDisplay, content_lines, print_json
-from .cli_parser import (
+from ..errors import Cancelled
+from .output import ProgressDisplay, content_lines, print_json
+from .parser import (
     EXIT_ERROR,
     EXIT_INTERRUPTED,
     EXIT_OK,
@@ -45,12 +45,12 @@ from .cli_parser import (
     double_dash_hint,
     parse_args,
 )
-from .cli_serve import cmd_serve
-from .client import Client
-from .errors import CapabilityError, ConnectionClosed, McpError, RequestTimeout, ServerExited
-from .wire import model_to_wire
+from .serve import cmd_serve
+from ..client import Client
+from ..errors import CapabilityError, ConnectionClosed, McpError, RequestTimeout, ServerExited
+from ..wire import model_to_wire
 
-# the exit codes (EXIT_*) and the parser are in cli_parser, load_server in cli_serve
+# the exit codes (EXIT_*) and the parser are in cli.parser, load_server in cli.serve
 __all__ = ["main", "COMMANDS", "HANDSHAKE_TIMEOUT", "CLOSE_GRACE", "ABANDON_GRACE", "STDERR_TAIL"]
 
 CLOSE_GRACE = 2.0
@@ -116,14 +116,14 @@ def _check_url(url: str) -> None:
 
 def _http_transport_class() -> Any:
     try:
-        from .transports.http_client import HttpClientTransport
+        from ..http.client_transport import HttpClientTransport
     except ImportError as exc:
         raise CommandError(f"--url needs the http extra: pip install 'mcp-sync-threaded[http]' ({exc})") from None
     return HttpClientTransport
 
 
 def _spawn(command: list[str], verbose: bool) -> Any:
-    from .transports.subprocess import SubprocessTransport
+    from ..transports.subprocess import SubprocessTransport
 
     try:
         # without -v the server's stderr is not shown; the transport keeps its end
@@ -362,7 +362,7 @@ def cmd_demo(options: argparse.Namespace, command: list[str]) -> int:
 
 def cmd_check_cancel(options: argparse.Namespace, command: list[str]) -> int:
     """``mcp-sync check-cancel``."""
-    from .conformance import run_checks
+    from .check_cancel import run_checks
 
     slow_args = _load_json_object(options.slow_args, "--slow-args")
     url, headers = _transport_options(options, command)
@@ -393,7 +393,7 @@ COMMANDS: dict[str, Callable[[argparse.Namespace, list[str]], int]] = {
     "demo": cmd_demo,
     "check-cancel": cmd_check_cancel,
 }
-"""Subcommand -> the function that runs it (the parser is in :mod:`mcp_sync.cli_parser`)."""
+"""Subcommand -> the function that runs it (the parser is in :mod:`mcp_sync.cli.parser`)."""
 
 
 def _enable_trace(stream: TextIO) -> None:

@@ -13,7 +13,7 @@ import sys
 import threading
 from typing import Any
 
-from .cli_parser import EXIT_OK, CommandError, UsageError
+from .parser import EXIT_OK, CommandError, UsageError
 
 __all__ = ["load_server", "cmd_serve"]
 
@@ -22,7 +22,7 @@ def load_server(spec: str) -> Any:
     """Import ``package.module:attribute`` (default attribute ``server``) and check that it
     is an :class:`mcp_sync.Server`. Mistakes raise :class:`UsageError` or
     :class:`CommandError` with a one-line message."""
-    from .server import Server
+    from ..server import Server
 
     module_name, _, attribute = spec.partition(":")
     attribute = attribute or "server"
@@ -80,7 +80,7 @@ def cmd_serve(options: argparse.Namespace, command: list[str]) -> int:
     if not options.http:
         server.run()
         return EXIT_OK
-    from .http_app import serve_http
+    from ..http.embedded_server import serve_http
 
     host = options.host or "127.0.0.1"
     port = 8000 if options.port is None else options.port

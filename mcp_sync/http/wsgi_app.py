@@ -2,7 +2,7 @@
 
 :class:`McpWsgiApp` is a plain WSGI application: mount it in Flask (or any WSGI framework)
 at a path, or run it with any threaded WSGI server (gunicorn with threads, waitress, or
-:func:`~mcp_sync.http_server.serve_http`, the standard library's ``wsgiref`` with one
+:func:`~mcp_sync.http.embedded_server.serve_http`, the standard library's ``wsgiref`` with one
 thread per connection, which this module re-exports).
 
 * ``POST`` carries one JSON-RPC message. A request is answered with an SSE stream (or with
@@ -25,7 +25,7 @@ thread per connection, which this module re-exports).
   ended session gets 404, a missing one 400. ``MCP-Protocol-Version`` must be one we speak.
 * ``Origin`` is validated (403): localhost origins are allowed by default. ``Host`` is
   checked (421) when ``allowed_hosts`` is given, and by
-  :func:`~mcp_sync.http_server.serve_http` bound to loopback.
+  :func:`~mcp_sync.http.embedded_server.serve_http` bound to loopback.
 * A POSTed ``notifications/cancelled`` cancels the request in *that session only*: the
   handler's token fires and the request's stream ends with no response. A client that
   disconnects does not cancel anything (2025-11-25), and leaks nothing.
@@ -43,7 +43,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Sequence
 from urllib.parse import urlsplit
 
-from .jsonrpc import (
+from ..jsonrpc import (
     INVALID_REQUEST,
     PARSE_ERROR,
     ErrorResponse,
@@ -57,23 +57,20 @@ from .jsonrpc import (
     encode,
     id_key,
 )
-from .http_checks import HostAllowList, Refusal, check_content_type, read_body
-from .http_server import HttpServerHandle, _QuietHandler, _ThreadingWSGIServer, serve_http  # noqa: F401  (re-exported)
-from .protocol import CANCELLED_METHOD as CANCELLED
-from .session import SUPPORTED_PROTOCOL_VERSIONS
-from .transports.batching import BATCH_REVISIONS, EMPTY_BATCH, split_batch
-from .transports.http_session import HttpSessionTransport
-from .transports.sse import EventStream, parse_event_id
-from .workers import DEFAULT_WAIT_WARNING, PoolStats, WorkerPool
+from .checks import HostAllowList, Refusal, check_content_type, read_body
+from ..protocol import CANCELLED_METHOD as CANCELLED
+from ..session import SUPPORTED_PROTOCOL_VERSIONS
+from ..transports.batching import BATCH_REVISIONS, EMPTY_BATCH, split_batch
+from .session_transport import HttpSessionTransport
+from .sse import EventStream, parse_event_id
+from ..workers import DEFAULT_WAIT_WARNING, PoolStats, WorkerPool
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .server import Server, ServerSession
+    from ..server import Server, ServerSession
 
 __all__ = [
     "McpWsgiApp",
     "AppStats",
-    "HttpServerHandle",
-    "serve_http",
     "AuthHook",
     "DEFAULT_MAX_SESSIONS",
     "DEFAULT_MAX_WORKERS",
@@ -173,7 +170,7 @@ class McpWsgiApp:
             rebinding): loopback names and these (``"name"``, ``"name:port"``; ``["*"]``:
             any). ``None`` (the default): the app does not check ``Host`` itself -- it
             cannot know where its server is bound, and behind a proxy ``Host`` is a public
-            name; :func:`~mcp_sync.http_server.serve_http` bound to loopback checks it for
+            name; :func:`~mcp_sync.http.embedded_server.serve_http` bound to loopback checks it for
             the app. Pass ``[]`` under another server bound to loopback to allow loopback
             names only.
         auth: an :data:`AuthHook` run before anything else.
@@ -511,7 +508,7 @@ class McpWsgiApp:
             "200 OK",
             [*_SSE_HEADERS, *headers],
         )
-        return _sse_body(stream.events(0, keepalive=self.keepalive, stop=self._stopping))
+        return stream.events(0, keepalive=self.keepalive, stop=self._stopping)  # first: a priming event, which sends the headers at once
 
     @staticmethod
     def _deliver(entry: _HttpSession, message: Message, line: bytes) -> None:
@@ -637,7 +634,7 @@ class McpWsgiApp:
                     # has nothing left to replay; 204 tells an SSE client to stop reconnecting
                     return _plain(start_response, "204 No Content", "")
                 start_response("200 OK", list(_SSE_HEADERS))
-                return _sse_body(stream.events(parsed[1], keepalive=self.keepalive, stop=self._stopping))
+                return stream.events(parsed[1], keepalive=self.keepalive, stop=self._stopping)
             after = parsed[1]
         with entry.get_lock:
             if not last and entry.get_active:  # a resumption may replace a stream still open
@@ -707,10 +704,6 @@ class _StandaloneBody:
                 release, self._release = self._release, None
             if release is not None:
                 release()
-
-
-def _sse_body(events: Iterator[bytes]) -> Iterator[bytes]:
-    yield from events  # its first item, a priming event, sends the headers at once
 
 
 def _refuse(refusal: Refusal) -> Callable[[StartResponse], Iterable[bytes]]:

@@ -25,12 +25,12 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable, Literal, Sequence, TextIO
 
-from .endpoint import Endpoint, PendingCall
-from .errors import ConnectionClosed, McpError
-from .jsonrpc import ErrorResponse, Response, decode
-from .session import LATEST_PROTOCOL_VERSION
-from .transports.base import Transport
-from .transports.subprocess import SubprocessTransport
+from ..endpoint import Endpoint, PendingCall
+from ..errors import ConnectionClosed, McpError
+from ..jsonrpc import ErrorResponse, Response, decode
+from ..session import LATEST_PROTOCOL_VERSION
+from ..transports.base import Transport
+from ..transports.subprocess import SubprocessTransport
 
 __all__ = ["CheckResult", "CancellationChecker", "ServerUnavailable", "run_checks", "ANSWERED_HINT", "INIT_TIMEOUT"]
 
@@ -455,7 +455,7 @@ def run_checks(
     ``init_timeout`` bounds each wait for ``initialize`` (over HTTP also its POST)."""
     connect: Callable[[], Transport]
     if url:
-        from .transports.http_client import HttpClientTransport
+        from ..http.client_transport import HttpClientTransport
 
         def connect() -> Transport:
             # initialize is POSTed in the checker's thread: bound it, or a silent server hangs us

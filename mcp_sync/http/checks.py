@@ -2,8 +2,8 @@
 
 Each check takes plain values (or, for the body, a WSGI environ) and returns ``None`` (or
 the body) when the request passes, or a :class:`Refusal`: the HTTP status and the text to
-answer with. :class:`~mcp_sync.http_app.McpWsgiApp` and the built-in server
-(:mod:`mcp_sync.http_server`) answer with them; nothing here touches a socket.
+answer with. :class:`~mcp_sync.http.wsgi_app.McpWsgiApp` and the built-in server
+(:mod:`mcp_sync.http.embedded_server`) answer with them; nothing here touches a socket.
 """
 
 from __future__ import annotations

@@ -20,13 +20,13 @@ that request (:meth:`HttpSessionTransport.cancel_arrived`,
 
 from __future__ import annotations
 
-import json
 import secrets
 import threading
 from collections import OrderedDict
 from typing import Any
 
 from ..jsonrpc import RequestId, id_key, is_valid_id
+from ..transports.base import FailCall, OutboundMeta
 from .sse import EventStream
 
 __all__ = ["HttpSessionTransport", "EARLY_CANCELS", "EARLY_CANCEL_BYTES"]
@@ -129,20 +129,20 @@ class HttpSessionTransport:
 
     def write(self, data: bytes) -> None:
         """Send on the standalone stream."""
-        self.write_related(data, None)
+        self.send(data, OutboundMeta("notification"))
 
-    def write_related(self, data: bytes, related: RequestId | None) -> None:
+    def send(self, data: bytes, meta: OutboundMeta) -> None:
         """Send ``data`` on the stream of the request it relates to, or the standalone one."""
         if self._closed.is_set():
             raise BrokenPipeError("the HTTP session is closed")
+        related = meta.related_request_id
         if related is not None:
             key = id_key(related)
             with self._lock:
                 stream = self._by_request.get(key)
                 json_mode = key in self._json_mode
             if stream is not None:
-                is_response = _is_response_to(data, related)
-                if is_response:
+                if meta.kind == "response":
                     with self._lock:
                         self._forget_request(key)
                     stream.push(data, last=True)
@@ -158,6 +158,9 @@ class HttpSessionTransport:
             stream = self._forget_request(key)
         if stream is not None:
             stream.end()
+
+    def bind_call_failure(self, fail_call: FailCall) -> None:
+        """Nothing to bind: a server session's outbound calls fail only when it ends."""
 
     def _forget_request(self, key: tuple[type, RequestId]) -> EventStream | None:
         """The request ended (answered or cancelled): drop what routes to it. Lock held."""
@@ -181,16 +184,3 @@ class HttpSessionTransport:
         """True after :meth:`close`."""
         return self._closed.is_set()
 
-
-def _is_response_to(data: bytes, request_id: RequestId) -> bool:
-    try:
-        message: Any = json.loads(data)
-    except ValueError:
-        return False
-    return (
-        isinstance(message, dict)
-        and "method" not in message
-        and ("result" in message or "error" in message)
-        and message.get("id") == request_id
-        and type(message.get("id")) is type(request_id)
-    )

@@ -1,7 +1,7 @@
 """The demo behind ``mcp-sync demo``: issue, cancel and serve requests, and show the server
 really stopped the cancelled work.
 
-The module is also the demo *server* (``python -m mcp_sync.demo --serve``). Its ``slow`` tool
+The module is also the demo *server* (``python -m mcp_sync.cli.demo --serve``). Its ``slow`` tool
 records how each run ended; the ``last_run`` tool waits (bounded) until the current run has
 ended and reports it, so the client can show what happened on the other side.
 """
@@ -13,12 +13,11 @@ import threading
 import time
 from typing import Any, TextIO
 
-from .cancel import CancelToken
-from .errors import Cancelled
-from .client import Client
-from .context import Context
-from .errors import RequestTimeout
-from .server import Server
+from ..cancel import CancelToken
+from ..client import Client
+from ..context import Context
+from ..errors import Cancelled, RequestTimeout
+from ..server import Server
 
 __all__ = ["server", "run_demo"]
 
@@ -96,7 +95,7 @@ def run_demo(out: TextIO = sys.stdout) -> int:
 
     say("mcp_sync demo: issuing, cancelling and serving MCP requests from plain threads")
     started = time.perf_counter()
-    with Client.stdio([sys.executable, "-m", "mcp_sync.demo", "--serve"]) as client:
+    with Client.stdio([sys.executable, "-m", "mcp_sync.cli.demo", "--serve"]) as client:
         say(
             f"1. started {client.server_info.name} over stdio in "
             f"{(time.perf_counter() - started) * 1000:.0f} ms "

@@ -1,0 +1,27 @@
+"""Streamable HTTP: the client transport, the WSGI application and the embedded server.
+
+The client half (:class:`HttpClientTransport`) needs the ``http`` extra (``httpx``), imported
+when a transport opens its connection; the server half (:class:`McpWsgiApp`,
+:func:`serve_http`) uses only the standard library.
+
+Modules: :mod:`~mcp_sync.http.client_transport` (client), :mod:`~mcp_sync.http.wsgi_app`
+(the WSGI application), :mod:`~mcp_sync.http.session_transport` (one server session's
+routing onto SSE streams), :mod:`~mcp_sync.http.embedded_server` (``serve_http``),
+:mod:`~mcp_sync.http.checks` (request checks) and :mod:`~mcp_sync.http.sse` (SSE framing).
+Its exceptions (:class:`~mcp_sync.errors.HttpError`, :class:`~mcp_sync.errors.SessionEnded`,
+...) are in :mod:`mcp_sync.errors`, like every other.
+"""
+
+from .client_transport import HttpClientTransport, ReconnectPolicy
+from .embedded_server import HttpServerHandle, serve_http
+from .wsgi_app import AppStats, AuthHook, McpWsgiApp
+
+__all__ = [
+    "AppStats",
+    "AuthHook",
+    "HttpClientTransport",
+    "HttpServerHandle",
+    "McpWsgiApp",
+    "ReconnectPolicy",
+    "serve_http",
+]
