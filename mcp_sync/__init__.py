@@ -45,7 +45,7 @@ if TYPE_CHECKING:  # pragma: no cover
         serve_http,
     )
 
-__version__ = "0.1.0"
+from ._version import __version__
 
 _HTTP_NAMES = (
     "AppStats",

@@ -60,7 +60,7 @@ Roots = Union[Sequence[Union[str, Mapping[str, Any]]], Callable[[], Sequence[Uni
 
 
 def _version() -> str:
-    from . import __version__
+    from ._version import __version__
 
     return __version__
 
