@@ -24,7 +24,7 @@ from mcp_sync import Client, Context, Endpoint, Server, ServerHandle, memory_pai
 from mcp_sync.wire import model_to_wire
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
-SERVERS_DIR = Path(__file__).resolve().parent / "servers"
+SERVERS_DIR = Path(__file__).resolve().parent / "peers"
 
 WAIT = 5.0
 """Default bound of every wait in these tests (a wait that expires is a failure)."""

@@ -24,10 +24,10 @@ from proc_helpers import PYTHON, ROOT, Finished, Proc, run, user_env
 SCRIPT = Path(sys.executable).with_name("mcp-sync")
 MCP_SYNC = [str(SCRIPT)]
 DEMO_SERVER = [PYTHON, "-m", "mcp_sync.cli.demo", "--serve"]
-SERVERS = Path(__file__).resolve().parent / "servers"
+SERVERS = Path(__file__).resolve().parent / "peers"
 BAD_SERVER = [PYTHON, str(SERVERS / "bad_cancel_server.py")]
 CLI_SERVER = [PYTHON, str(SERVERS / "cli_server.py")]
-OFFICIAL_SERVER = ROOT / "tests" / "interop" / "peers" / "official_server.py"  # shared with the interop tests
+OFFICIAL_SERVER = SERVERS / "official_server.py"  # shared with the interop tests
 LIMIT = 30.0
 SUBCOMMANDS_WITH_A_SERVER = ["tools", "call", "ping", "resources", "read", "prompts", "prompt", "check-cancel"]
 

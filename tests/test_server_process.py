@@ -1,6 +1,6 @@
 """Servers as processes: ``server.run()`` over stdio, its shutdown paths, and embedding.
 
-The stdio server is tests/servers/demo_server.py; it appends markers to the file named by
+The stdio server is tests/peers/demo_server.py; it appends markers to the file named by
 ``MCP_SYNC_TEST_MARKERS`` so the tests can see what happened inside the process.
 """
 

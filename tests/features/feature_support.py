@@ -26,7 +26,7 @@ from mcp_helpers import RecordingTransport, wait_event  # noqa: F401  (re-export
 from mcp_sync import Client, Server, ServerHandle, memory_pair
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
-SERVERS = Path(__file__).resolve().parent / "servers"
+SERVERS = Path(__file__).resolve().parents[1] / "peers"
 
 WAIT = 5.0
 """Bound of every wait (a wait that expires is a test failure)."""

@@ -1,4 +1,4 @@
-"""The MCP features over a real stdio subprocess (tests/features/servers/feature_server.py):
+"""The MCP features over a real stdio subprocess (tests/peers/feature_server.py):
 one broad round trip, plus cancellation of a resource read and of a nested sampling request
 across the process boundary."""
 

@@ -18,7 +18,7 @@ from proc_helpers import PYTHON, ROOT, Proc
 
 pytest.importorskip("gunicorn")
 
-MAX_BODY_BYTES = 2048  # as in tests/servers/gunicorn_app.py
+MAX_BODY_BYTES = 2048  # as in tests/peers/gunicorn_app.py
 
 
 @pytest.fixture
@@ -26,7 +26,7 @@ def gunicorn_url() -> Iterator[str]:
     argv = [
         PYTHON, "-m", "gunicorn", "-k", "gthread", "--workers", "1", "--threads", "4",
         "--bind", "127.0.0.1:0", "--no-control-socket", "--graceful-timeout", "1",
-        "--pythonpath", str(ROOT / "tests" / "servers"), "gunicorn_app:app",
+        "--pythonpath", str(ROOT / "tests" / "peers"), "gunicorn_app:app",
     ]  # fmt: skip
     with Proc(argv) as proc:
         line = proc.wait_for("stderr", "Listening at: ", 30)

@@ -36,7 +36,7 @@ from mcp_sync.errors import SessionEnded
 
 pytestmark = pytest.mark.interop
 
-PEERS = Path(__file__).resolve().parent / "peers"
+PEERS = Path(__file__).resolve().parents[1] / "peers"
 PYTHON = sys.executable
 START_LIMIT = 60.0
 """Bound for a peer process to start (importing the SDK is slow on a loaded machine)."""

@@ -24,7 +24,7 @@ PY = sys.executable
 """The interpreter that runs the tests; it must have the official ``mcp`` SDK installed."""
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
-PEERS = Path(__file__).resolve().parent / "peers"
+PEERS = Path(__file__).resolve().parents[1] / "peers"
 OFFICIAL_SERVER = [PY, str(PEERS / "official_server.py")]
 OFFICIAL_CLIENT = [PY, str(PEERS / "official_client.py")]
 SYNC_SERVER = [PY, str(PEERS / "sync_server.py")]
@@ -116,7 +116,7 @@ def prewarm_workers(client: Any) -> None:
 
 # -- the official client CLI -----------------------------------------------------------------------
 class OfficialClientRun:
-    """One run of the official client CLI (``peers/official_client.py``), started at once.
+    """One run of the official client CLI (``tests/peers/official_client.py``), started at once.
 
     :meth:`result` waits (bounded), parses the JSON it printed and returns it; a run that
     does not finish in time is killed and fails the test.

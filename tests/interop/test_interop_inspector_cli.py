@@ -21,7 +21,7 @@ from proc_helpers import PYTHON, Finished, Proc, run
 
 pytestmark = pytest.mark.interop
 
-SERVERS = Path(__file__).resolve().parents[1] / "servers"
+SERVERS = Path(__file__).resolve().parents[1] / "peers"
 CLI_SERVER = SERVERS / "cli_server.py"
 MCP_SYNC = str(Path(PYTHON).with_name("mcp-sync"))
 LIMIT = 60.0

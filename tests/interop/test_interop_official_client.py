@@ -1,6 +1,6 @@
-"""The official ``mcp`` SDK's client against an mcp_sync server (``peers/sync_server.py``).
+"""The official ``mcp`` SDK's client against an mcp_sync server (``tests/peers/sync_server.py``).
 
-The official client CLI (``peers/official_client.py``) runs one script of steps in one session
+The official client CLI (``tests/peers/official_client.py``) runs one script of steps in one session
 and prints what happened, including its capture of the whole wire. Two runs are made, in
 parallel, once per module: the default mode (the client probes ``server/discover`` first and
 falls back to ``initialize`` when our server answers -32601) and ``--legacy`` mode (plain
