@@ -11,9 +11,11 @@ import sys
 import threading
 from typing import Any
 
-from endpoint_support import WAIT, Blocker, raw_server, wait_until
-from mcp_helpers import FakeServer, connected, holding_server
 from mcp_sync import Client
+
+from support.endpoints import Blocker, raw_server
+from support.sessions import connected, FakeServer, holding_server
+from support.waiting import WAIT, wait_until
 
 
 class Observed:
@@ -78,8 +80,10 @@ def test_client_on_cancelled_sees_the_server_cancelling_its_request():
             ((request_id, reason, thread),) = observed.wait_for(1)
             assert (request_id, reason) == (12, "server gave up")
             assert thread.endswith("-callbacks")
-            wait_until(lambda: client.stats().dropped.get("cancellation of an unknown or finished request") == 1,
-                       message="the cancellation to be counted as dropped too")
+            wait_until(
+                lambda: client.stats().dropped.get("cancellation of an unknown or finished request") == 1,
+                "the cancellation to be counted as dropped too",
+            )
         finally:
             client.close()
     finally:

@@ -8,10 +8,9 @@ import threading
 
 import pytest
 
-from endpoint_support import WAIT, wait_until
-
 from mcp_sync.workers import PoolStats, WorkerPool
 
+from support.waiting import WAIT, wait_until
 
 
 @pytest.fixture
@@ -33,7 +32,7 @@ def test_workers_exit_when_idle_so_an_idle_pool_holds_no_thread(pools):
     done = threading.Event()
     pool.submit(done.set)
     assert done.wait(WAIT)
-    wait_until(lambda: pool.stats().threads == 0, message="an idle worker did not exit")
+    wait_until(lambda: pool.stats().threads == 0, "the idle worker to exit")
     assert not [t for t in threading.enumerate() if t.name.startswith("idle-worker-")]
     # and it starts again on demand
     again = threading.Event()
@@ -61,7 +60,7 @@ def test_the_pool_never_exceeds_max_workers_and_queues_in_order(pools):
     assert (stats.max_workers, stats.threads, stats.busy, stats.idle, stats.queued) == (2, 2, 2, 0, 5)
     assert stats.longest_wait >= 0.0
     release.set()
-    wait_until(lambda: len(order) == 5)
+    wait_until(lambda: len(order) == 5, "len(order) == 5")
     assert order == [0, 1, 2, 3, 4]
     final = pool.stats()
     assert final.queued == 0 and final.busy == 0 and final.longest_wait == 0.0
@@ -217,11 +216,11 @@ def test_every_task_runs_once_while_workers_come_and_go(pools, fast_switching):
         thread.start()
     for thread in submitters:
         thread.join(WAIT * 4)
-    wait_until(lambda: len(ran) >= 1200, message="tasks lost")
+    wait_until(lambda: len(ran) >= 1200, "every task to run")
     assert sorted(ran) == [k * 1000 + i for k in range(4) for i in range(300)]
     assert active[1] <= 3
     assert len(names) > 3, "no worker ever exited and was replaced"
-    wait_until(lambda: pool.stats().threads == 0, message="workers left after the bursts")
+    wait_until(lambda: pool.stats().threads == 0, "the workers to exit after the bursts")
 
 
 class TimesOutWhileNotified(threading.Condition):

@@ -6,9 +6,10 @@ from __future__ import annotations
 import threading
 from typing import Any, Callable
 
-from http_support import WAIT
 from mcp_sync import Client, Context, Server
 from mcp_sync.http.embedded_server import HttpServerHandle
+
+from support.waiting import WAIT
 
 
 class Observed:

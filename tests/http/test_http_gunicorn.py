@@ -13,8 +13,12 @@ from typing import Iterator
 import httpx
 import pytest
 
-from http_support import ACCEPT_BOTH, PROTOCOL_VERSION, WAIT, call_tool, initialize_request, notification
-from proc_helpers import PYTHON, ROOT, Proc
+from support.http import ACCEPT_BOTH
+from support.messages import PROTOCOL_VERSION, call_tool, initialize_request, notification
+from support.paths import PYTHON, ROOT
+from support.processes import Proc
+from support.waiting import WAIT
+
 
 pytest.importorskip("gunicorn")
 

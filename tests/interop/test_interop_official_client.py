@@ -16,7 +16,8 @@ from typing import Any, Iterator
 
 import pytest
 
-from interop_support import SYNC_SERVER, OfficialClientRun, read_events, wait_for_marker
+from support.interop import SYNC_SERVER, OfficialClientRun, read_events, wait_for_marker
+
 
 pytestmark = [pytest.mark.interop, pytest.mark.timeout(90)]
 
