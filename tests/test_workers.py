@@ -258,3 +258,49 @@ def test_a_task_submitted_as_an_idle_worker_times_out_is_not_lost(pools):
     pool.submit(second.set)  # sees an idle worker: starts none, just notifies
     cond.go_on.set()  # the worker's wait "times out" with the task queued
     assert second.wait(WAIT), "the task was left in the queue with no worker"
+
+
+def test_max_workers_must_be_positive():
+    with pytest.raises(ValueError):
+        WorkerPool(0, "none")
+
+
+def test_an_idle_worker_takes_the_next_task_instead_of_a_new_thread(pools):
+    pool = pools(4, "reuse", idle_timeout=WAIT, wait_warning=None)
+    names: list[str] = []
+    for n in range(5):
+        done = threading.Event()
+        pool.submit(lambda: (names.append(threading.current_thread().name), done.set()))
+        assert done.wait(WAIT)
+        wait_until(lambda: pool.stats().idle == 1, f"the worker to be idle after task {n}")
+    assert names == ["reuse-worker-1"] * 5
+    assert pool.stats().threads == 1
+
+
+def test_shutdown_runs_the_queued_tasks_before_the_workers_exit():
+    pool = WorkerPool(1, "drain", wait_warning=None)
+    running = threading.Event()
+    ran: list[int] = []
+
+    def refuses_work() -> bool:
+        try:
+            pool.submit(lambda: None)
+        except RuntimeError:
+            return True
+        return False
+
+    def first() -> None:
+        running.set()
+        wait_until(refuses_work, "shutdown to begin")  # the tasks below are still queued then
+
+    pool.submit(first)
+    assert running.wait(WAIT)
+    for n in range(3):
+        pool.submit(ran.append, n)
+    leftover: list[list[threading.Thread]] = []
+    closer = threading.Thread(target=lambda: leftover.append(pool.shutdown(WAIT)))
+    closer.start()
+    closer.join(WAIT * 2)
+    assert leftover == [[]]
+    assert ran == [0, 1, 2]
+    assert pool.stats().threads == 0
