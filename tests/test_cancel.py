@@ -398,7 +398,7 @@ def test_with_timeout_child_of_parent():
     assert token.cancelled and token.reason == "parent went away"
     wait_until(
         lambda: not deadlines.scheduler_thread_alive(),
-        "deadline entry of a token cancelled through its parent was not removed",
+        "the deadline of a token cancelled through its parent to be removed",
     )
 
 
@@ -416,7 +416,7 @@ def test_deadline_removed_when_cancelled_earlier():
     assert token.cancel("early") is True
     wait_until(
         lambda: not deadlines.scheduler_thread_alive(),
-        "scheduler thread still alive after the only deadline was cancelled",
+        "the scheduler thread to exit after the only deadline was cancelled",
     )
     assert token.reason == "early"
 
@@ -436,7 +436,7 @@ def test_set_deadline_on_cancelled_token_is_removed():
     token.set_deadline(60)
     wait_until(
         lambda: not deadlines.scheduler_thread_alive(),
-        "a deadline on a cancelled token kept the scheduler alive",
+        "the scheduler to exit although a deadline was on a cancelled token",
     )
     assert token.reason == "gone"
 

@@ -329,7 +329,7 @@ def test_timeout_entry_removed_when_call_completes():
         assert p.client.request("echo", {"v": 1}, timeout=60) == {"v": 1}
         wait_until(
             lambda: not deadlines.scheduler_thread_alive(),
-            "a completed call left its timeout in the scheduler",
+            "the completed call's timeout to leave the scheduler",
         )
 
 
@@ -556,7 +556,7 @@ def test_client_survives_garbage_from_server():
         parse_errors = [m for m in p.client_t.messages() if m.get("error", {}).get("code") == PARSE_ERROR]
         assert len(parse_errors) == 1
         assert p.client.dropped["response to an unknown id"] == 1
-        wait_until(lambda: p.server.dropped["the peer reported an error without an id"] == 1, 'p.server.dropped["the peer reported an error without an id"] == 1')
+        wait_until(lambda: p.server.dropped["the peer reported an error without an id"] == 1, "the id-less error to be counted as dropped")
 
 
 def test_late_response_from_peer_is_dropped_and_connection_keeps_serving():

@@ -61,6 +61,6 @@ def test_stats_sum_over_sessions_and_their_pools():
         assert held.result(WAIT).content[0].text == "a"
         assert queued.result(WAIT).content[0].text == "queued"
         assert roots_call.result(WAIT).structured_content["result"] == 0
-        wait_until(lambda: server.stats().inbound_in_flight == 0 and server.stats().handlers_running == 0, "server.stats().inbound_in_flight == 0 and server.stats().handlers_running == 0")
+        wait_until(lambda: server.stats().inbound_in_flight == 0 and server.stats().handlers_running == 0, "the server to finish every request")
         assert server.stats().outbound_in_flight == 0
     assert server.stats().sessions == 0

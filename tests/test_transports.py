@@ -407,7 +407,7 @@ def test_stdio_close_wakes_a_blocked_reader(pipes):
     box: list = []
     thread = threading.Thread(target=lambda: box.append(transport.read_line()))
     thread.start()
-    wait_until(lambda: thread.is_alive(), "thread.is_alive()")
+    wait_until(lambda: thread.is_alive(), "the thread to start")
     transport.close()
     thread.join(WAIT)
     assert not thread.is_alive(), "close() did not wake the reader"

@@ -60,7 +60,7 @@ def test_the_pool_never_exceeds_max_workers_and_queues_in_order(pools):
     assert (stats.max_workers, stats.threads, stats.busy, stats.idle, stats.queued) == (2, 2, 2, 0, 5)
     assert stats.longest_wait >= 0.0
     release.set()
-    wait_until(lambda: len(order) == 5, "len(order) == 5")
+    wait_until(lambda: len(order) == 5, "the five queued tasks to run")
     assert order == [0, 1, 2, 3, 4]
     final = pool.stats()
     assert final.queued == 0 and final.busy == 0 and final.longest_wait == 0.0

@@ -4,7 +4,7 @@ nesting: when the handler's own request is cancelled (or a nested request times 
 nested request is cancelled on the wire, the client's handler sees its token fire, and the
 client writes no response for it.
 
-The "no response was written" checks use one worker on each side (see feature_support): a
+The "no response was written" checks use one worker on each side (see support.sessions): a
 follow-up request is handled only after the cancelled one is completely finished, so once its
 answer is back, anything the cancelled request could have written is already recorded.
 """

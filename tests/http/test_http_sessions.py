@@ -79,7 +79,7 @@ def test_handlers_of_different_sessions_run_on_the_apps_pool(probe, serve, raw):
     worker_names = {t.name for t in threading.enumerate() if t.name.startswith("mcp_sync-http-worker-")}
     assert len(worker_names) == 2  # both handlers on the app's pool, none on a session's own
     third = second.open(call_tool("touch", {"tag": "t"}, 2))  # queued: both workers are busy
-    wait_until(lambda: app.stats().pool.queued == 1, "app.stats().pool.queued == 1")
+    wait_until(lambda: app.stats().pool.queued == 1, "one request to wait in the pool's queue")
     assert not probe.event("t").is_set()
     probe.release("a")
     assert probe.event("t").wait(WAIT)  # the freed worker takes the queued request
@@ -119,13 +119,13 @@ def test_a_request_cancelled_while_queued_on_the_shared_pool_never_runs(probe, s
     blocker = busy.open(call_tool("gated", {"tag": "block"}, 1))
     assert probe.started("block").wait(WAIT)
     queued = waiting.open(call_tool("touch", {"tag": "never"}, 7))
-    wait_until(lambda: app.stats().pool.queued == 1, "app.stats().pool.queued == 1")
+    wait_until(lambda: app.stats().pool.queued == 1, "one request to wait in the pool's queue")
     answer = waiting.post({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 7}})
     assert answer.status_code == 202
     assert queued.rest() == []  # the stream ends with no response
     probe.release("block")
     assert [m["id"] for _, m in blocker.rest()] == [1]
-    wait_until(lambda: app.stats().pool.queued == 0 and app.stats().pool.busy == 0, "app.stats().pool.queued == 0 and app.stats().pool.busy == 0")
+    wait_until(lambda: app.stats().pool.queued == 0 and app.stats().pool.busy == 0, "the pool to go idle")
     assert not probe.event("never").is_set()
     assert wire.responses(7) == []
 
@@ -255,7 +255,7 @@ def test_delete_answers_at_once_while_a_handler_ignores_its_cancellation(probe, 
     assert stats.pool.busy == 1  # the cancelled handler still runs, on the shared pool
     probe.release("s")
     assert probe.cancelled("s").wait(WAIT)  # its token had fired
-    wait_until(lambda: app.stats().pool.busy == 0, "app.stats().pool.busy == 0")
+    wait_until(lambda: app.stats().pool.busy == 0, "every worker to be free")
     assert wire.responses(5) == []  # a cancelled request is never answered
 
 
@@ -336,7 +336,7 @@ def test_stats_count_sessions_requests_and_streams(probe, serve, raw):
     probe.release("b")
     a.rest()
     b.rest()
-    wait_until(lambda: app.stats().inbound_in_flight == 0 and app.stats().open_streams == 0, "app.stats().inbound_in_flight == 0 and app.stats().open_streams == 0")
+    wait_until(lambda: app.stats().inbound_in_flight == 0 and app.stats().open_streams == 0, "every request and stream to end")
     assert app.stats().dropped == 0
     stray = {"jsonrpc": "2.0", "id": 999, "result": {}}
     assert first.post(stray).status_code == 202  # a response to nothing the server asked: ignored

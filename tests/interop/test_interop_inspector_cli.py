@@ -3,7 +3,7 @@
 
 The Inspector is run as its users run it (``mcp-inspector-cli --cli TARGET --method ...``)
 with the machine's ``node``, and judged by its exit status and the JSON it prints. Without
-``tests/node/node_modules`` these tests skip, unless ``CI`` is set (see :mod:`node_peers`).
+``tests/node/node_modules`` these tests skip, unless ``CI`` is set (see :mod:`support.node`).
 """
 
 from __future__ import annotations
