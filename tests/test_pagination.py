@@ -12,7 +12,8 @@ import pytest
 
 from mcp_sync.errors import McpError
 from mcp_sync.jsonrpc import INVALID_PARAMS
-from mcp_sync.server import Server, decode_cursor, encode_cursor, paginate
+from mcp_sync.server import Server
+from mcp_sync.server.pagination import decode_cursor, encode_cursor, paginate
 
 
 def cursor_of(payload: object) -> str:
