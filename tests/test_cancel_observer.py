@@ -14,28 +14,13 @@ from typing import Any
 from mcp_sync import Client
 
 from support.endpoints import Blocker, raw_server
-from support.sessions import connected, FakeServer, holding_server
+from support.probes import ObservedCancels
+from support.sessions import FakeServer, connected, holding_server
 from support.waiting import WAIT, wait_until
 
 
-class Observed:
-    def __init__(self) -> None:
-        self.seen: list[tuple[Any, Any, str]] = []
-        self.changed = threading.Condition()
-
-    def __call__(self, request_id: Any, reason: Any) -> None:
-        with self.changed:
-            self.seen.append((request_id, reason, threading.current_thread().name))
-            self.changed.notify_all()
-
-    def wait_for(self, count: int) -> list[tuple[Any, Any, str]]:
-        with self.changed:
-            assert self.changed.wait_for(lambda: len(self.seen) >= count, WAIT), f"saw only {self.seen}"
-            return list(self.seen)
-
-
 def test_endpoint_observer_sees_matched_unknown_and_reasonless_cancels_on_the_callback_thread():
-    observed = Observed()
+    observed = ObservedCancels()
     blocker = Blocker()
     with raw_server({"block": blocker}) as s:
         token_state: list[bool] = []
@@ -59,7 +44,7 @@ def test_endpoint_observer_sees_matched_unknown_and_reasonless_cancels_on_the_ca
 
 
 def test_server_on_cancelled_sees_a_client_cancelling_a_tool_call():
-    observed = Observed()
+    observed = ObservedCancels()
     server, started = holding_server("observer", on_cancelled=observed)
     with connected(server) as conn:
         pending = conn.client.call_tool_future("hold")
@@ -71,7 +56,7 @@ def test_server_on_cancelled_sees_a_client_cancelling_a_tool_call():
 
 
 def test_client_on_cancelled_sees_the_server_cancelling_its_request():
-    observed = Observed()
+    observed = ObservedCancels()
     fake = FakeServer()
     try:
         client = Client.connect(fake.client_transport, on_cancelled=observed, init_timeout=WAIT)
@@ -127,7 +112,7 @@ class BlockingRoots:
 
 
 def test_both_observers_over_a_spawned_stdio_server():
-    client_seen = Observed()
+    client_seen = ObservedCancels()
     server_lines: list[str] = []
     server_saw = threading.Event()
 

@@ -4,6 +4,7 @@
   the ``values`` it saw.
 * :class:`GateProbe` -- named events for many gated tools (``<tag>.started``, ...).
 * :class:`Collector` -- a callback recording its arguments, with a bounded wait for a match.
+* :class:`ObservedCancels` -- an ``on_cancelled`` observer recording what it saw, and where.
 """
 
 from __future__ import annotations
@@ -98,3 +99,22 @@ class Collector:
     def snapshot(self) -> list[Any]:
         with self._cond:
             return list(self.items)
+
+
+class ObservedCancels:
+    """An ``on_cancelled`` observer: records ``(request id, reason, thread name)`` per call."""
+
+    def __init__(self) -> None:
+        self.seen: list[tuple[Any, Any, str]] = []
+        self.changed = threading.Condition()
+
+    def __call__(self, request_id: Any, reason: Any) -> None:
+        with self.changed:
+            self.seen.append((request_id, reason, threading.current_thread().name))
+            self.changed.notify_all()
+
+    def wait_for(self, count: int) -> list[tuple[Any, Any, str]]:
+        """Wait (bounded) until ``count`` cancellations were seen; all of them so far."""
+        with self.changed:
+            assert self.changed.wait_for(lambda: len(self.seen) >= count, WAIT), f"saw only {self.seen}"
+            return list(self.seen)
