@@ -169,7 +169,7 @@ def test_default_timeout_applies_to_every_call():
 
 def test_timeout_none_waits_past_the_default_timeout():
     """``timeout=None`` means no timeout, even on a client with a default_timeout."""
-    probe = Probe()
+    probe = HandlerProbe()
     with connected(gated_server(probe), default_timeout=0.1) as conn:
         pending = conn.client.call_tool_future("waiter", timeout=None)
         wait_event(probe.started, "the handler to start")
@@ -182,7 +182,7 @@ def test_timeout_none_waits_past_the_default_timeout():
 
 
 def test_use_client_default_follows_the_current_default_timeout():
-    probe = Probe()
+    probe = HandlerProbe()
     with connected(gated_server(probe)) as conn:
         assert conn.client.default_timeout is None
         conn.client.default_timeout = 0.2
