@@ -6,7 +6,7 @@ from __future__ import annotations
 import threading
 import time
 
-from mcp_sync.transports.sse import EventStream, SseParser, parse_event_id
+from mcp_sync.http.sse import EventStream, SseParser, parse_event_id
 
 from support.waiting import WAIT, wait_until
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from mcp_sync.transports.sse import Oversize, SseParser, format_event
+from mcp_sync.http.sse import Oversize, SseParser, format_event
 
 
 def feed_all(parser: SseParser, chunks: list[bytes]) -> list[object]:
