@@ -16,14 +16,16 @@ import redis
 
 from mcp_sync.errors import BusUnavailable
 from mcp_sync.server.bus import BusMessage, MessageBus, RedisBus, process_id
-from proc_helpers import PYTHON, Proc
+
+from support.paths import PYTHON
+from support.processes import Proc
+from support.waiting import PEER_WAIT, wait_until
 
 REDIS_SERVER = shutil.which("redis-server")
 pytestmark = pytest.mark.skipif(
     REDIS_SERVER is None, reason="redis-server is not installed (.ci/run installs it)"
 )
 
-WAIT = 10.0
 
 
 def free_port() -> int:
@@ -46,12 +48,12 @@ class RedisServer:
             [REDIS_SERVER, "--port", str(self.port), "--bind", "127.0.0.1",
              "--save", "", "--appendonly", "no"]
         )
-        self.proc.wait_for("stdout", "Ready to accept connections", WAIT)
+        self.proc.wait_for("stdout", "Ready to accept connections", PEER_WAIT)
 
     def kill(self) -> None:
         if self.proc is not None:
             self.proc.kill()
-            self.proc.finish(WAIT)
+            self.proc.finish(PEER_WAIT)
             self.proc = None
 
 
@@ -99,17 +101,8 @@ class Collector:
                 self.expected = expected
                 if len(self.messages) < expected:
                     self.done.clear()
-        assert self.done.wait(WAIT), f"only {len(self.messages)} of {self.expected} events"
+        assert self.done.wait(PEER_WAIT), f"only {len(self.messages)} of {self.expected} events"
         return [m.event for m in self.messages]
-
-
-def wait_until(condition: Callable[[], bool], what: str) -> None:
-    """Poll `condition` until it holds, failing after WAIT seconds."""
-    end = time.monotonic() + WAIT
-    tick = threading.Event()
-    while not condition():
-        assert time.monotonic() < end, f"timed out waiting for {what}"
-        tick.wait(0.01)
 
 
 def test_events_go_through_redis_in_order(make_bus: Callable[..., RedisBus]) -> None:
@@ -233,8 +226,8 @@ def test_another_process_publishes_and_this_one_receives(
     got = Collector(50)
     bus.subscribe("tools", got)
     with Proc([PYTHON, "-c", PUBLISHER, redis_server.url, "50"]) as child:
-        line = child.wait_for("stdout", "published by", WAIT)
-        finished = child.finish(WAIT)
+        line = child.wait_for("stdout", "published by", PEER_WAIT)
+        finished = child.finish(PEER_WAIT)
     assert finished.code == 0, finished.describe()
     assert got.wait() == [{"n": n} for n in range(50)]
     origin = line.split()[-1]
@@ -247,11 +240,11 @@ def test_this_process_publishes_and_another_one_receives(
 ) -> None:
     bus = make_bus()
     with Proc([PYTHON, "-c", SUBSCRIBER, redis_server.url, "20"]) as child:
-        child.wait_for("stdout", "subscribed", WAIT)
+        child.wait_for("stdout", "subscribed", PEER_WAIT)
         for n in range(20):
             bus.publish("tools", {"n": n})
-        result = child.line_at("stdout", 1, WAIT)
-        finished = child.finish(WAIT)
+        result = child.line_at("stdout", 1, PEER_WAIT)
+        finished = child.finish(PEER_WAIT)
     assert finished.code == 0, finished.describe()
     received = json.loads(result)
     assert [r["event"] for r in received] == [{"n": n} for n in range(20)]
@@ -271,10 +264,10 @@ def test_the_bus_reconnects_after_redis_restarts(
     redis_server.kill()
     with pytest.raises(BusUnavailable):
         bus.publish("tools", {"n": "lost"})
-    wait_until(lambda: not bus.connected, "the listener to notice the lost connection")
+    wait_until(lambda: not bus.connected, "the listener to notice the lost connection", timeout=PEER_WAIT)
 
     redis_server.start()
-    wait_until(lambda: bus.stats().reconnects == 1, "the listener to reconnect")
+    wait_until(lambda: bus.stats().reconnects == 1, "the listener to reconnect", timeout=PEER_WAIT)
     assert bus.connected
     bus.publish("tools", {"n": 2})
     assert got.wait(2) == [{"n": 1}, {"n": 2}]
@@ -290,7 +283,7 @@ def test_subscribing_while_redis_is_down_fails_in_bounded_time(
     started = time.monotonic()
     with pytest.raises(BusUnavailable):
         bus.subscribe("tools", Collector())
-    assert time.monotonic() - started < 0.3 + WAIT / 2
+    assert time.monotonic() - started < 0.3 + PEER_WAIT / 2
     with pytest.raises(BusUnavailable):
         bus.publish("tools", {})
     assert bus.stats().published == 0
@@ -304,9 +297,9 @@ def test_a_bus_subscribed_across_a_restart_receives_events_of_new_buses(
     got = Collector(1)
     listener.subscribe("resources", got)
     redis_server.kill()
-    wait_until(lambda: not listener.connected, "the listener to notice the lost connection")
+    wait_until(lambda: not listener.connected, "the listener to notice the lost connection", timeout=PEER_WAIT)
     redis_server.start()
-    wait_until(lambda: listener.connected, "the listener to reconnect")
+    wait_until(lambda: listener.connected, "the listener to reconnect", timeout=PEER_WAIT)
     make_bus().publish("resources", {"uri": "file:///a"})
     assert got.wait() == [{"uri": "file:///a"}]
 
@@ -322,7 +315,7 @@ def test_subscribing_and_closing_from_many_threads_starts_and_stops_cleanly(
 
     def churn(w: int) -> None:
         try:
-            start.wait(WAIT)
+            start.wait(PEER_WAIT)
             for n in range(rounds):
                 got = Collector()
                 with bus.subscribe(f"t{w}", got):  # the listener may be starting or stopping
@@ -336,7 +329,7 @@ def test_subscribing_and_closing_from_many_threads_starts_and_stops_cleanly(
     for t in threads:
         t.start()
     for t in threads:
-        t.join(WAIT * 3)
+        t.join(PEER_WAIT * 3)
     assert errors == []
     assert received == [rounds] * workers
     assert not any("redis-bus" in t.name for t in threading.enumerate())

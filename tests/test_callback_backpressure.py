@@ -15,13 +15,17 @@ from typing import Any
 
 import pytest
 
-from endpoint_support import WAIT, dispatcher, wait_until, wait_until_blocked_in
-from mcp_helpers import REPO_ROOT, SERVERS_DIR
 from mcp_sync import Client, Endpoint, memory_pair
 from mcp_sync.endpoint import CALLBACK_QUEUE_FULL
 from mcp_sync.workers import MAX_QUEUED_CALLBACKS, CallbackThread
 
-HOSTILE = SERVERS_DIR / "hostile_input_server.py"
+from support.endpoints import dispatcher
+from support.paths import PEERS, ROOT
+from support.threads import wait_until_blocked_in
+from support.waiting import WAIT, wait_until
+
+
+HOSTILE = PEERS / "hostile_input_server.py"
 
 
 # -- the queue itself, deterministically -------------------------------------------------------------
@@ -42,7 +46,7 @@ def test_submit_with_wait_blocks_while_full_and_resumes_in_order():
         ran.append(0)
 
     runner.submit(first, wait=True)
-    wait_until(lambda: len(runner) == 0, message="the first callback to start")
+    wait_until(lambda: len(runner) == 0, "the first callback to start")
     runner.submit(ran.append, 1, wait=True)
     runner.submit(ran.append, 2, wait=True)
     results: list[bool] = []
@@ -88,7 +92,7 @@ def test_stop_waiting_releases_a_blocked_submitter():
     runner = CallbackThread("bp", max_queued=1)
     gate = threading.Event()
     runner.submit(lambda: gate.wait(WAIT), wait=True)
-    wait_until(lambda: len(runner) == 0, message="the first callback to start")
+    wait_until(lambda: len(runner) == 0, "the first callback to start")
     runner.submit(lambda: None, wait=True)
     submitter = threading.Thread(target=runner.submit, args=(lambda: None,), kwargs={"wait": True})
     submitter.start()
@@ -139,14 +143,14 @@ def test_blocked_callback_bounds_the_queue_and_the_reader_waits_then_everything_
     flood = Flood(client_limit=limit, on_note=on_note)
     try:
         pending = flood.client.submit("flood", {"count": count}, timeout=WAIT * 4)
-        wait_until(lambda: flood.client.stats().callback_queue_depth == limit, message="the callback queue to fill")
+        wait_until(lambda: flood.client.stats().callback_queue_depth == limit, "the callback queue to fill")
         assert flood.client._reader is not None
         wait_until_blocked_in(flood.client._reader, "submit")
         assert flood.client.stats().callback_queue_depth == limit
         assert not pending.done(), "the response overtook notifications the peer sent before it"
         gate.set()
         assert pending.result(WAIT * 2) == {"sent": count}
-        wait_until(lambda: len(seen) == count, message=f"all notifications delivered ({len(seen)})")
+        wait_until(lambda: len(seen) == count, f"all notifications delivered ({len(seen)})")
         assert seen == list(range(count)), "delivery order changed"
         assert max(depths) <= limit
         assert flood.client.stats().dropped.get(CALLBACK_QUEUE_FULL, 0) == 0
@@ -165,18 +169,18 @@ def test_a_callback_that_calls_the_same_peer_while_the_queue_is_full_gets_its_an
         assert flood is not None
         seen.append(note.params["n"])
         if note.params["n"] == 0:
-            wait_until(lambda: flood.client.stats().callback_queue_depth == limit, message="the queue to fill")
+            wait_until(lambda: flood.client.stats().callback_queue_depth == limit, "the queue to fill")
             answers.append(flood.client.request("echo", {"from": "callback"}, timeout=WAIT))
 
     flood = Flood(client_limit=limit, on_note=on_note)
     try:
         pending = flood.client.submit("flood", {"count": count}, timeout=WAIT * 4)
         assert pending.result(WAIT * 2) == {"sent": count}
-        wait_until(lambda: answers == [{"from": "callback"}], message="the callback's own call to be answered")
+        wait_until(lambda: answers == [{"from": "callback"}], "the callback's own call to be answered")
         client = flood.client
         wait_until(
             lambda: len(seen) + client.stats().dropped.get(CALLBACK_QUEUE_FULL, 0) == count,
-            message=f"every notification delivered or dropped ({len(seen)} delivered)",
+            f"every notification delivered or dropped ({len(seen)} delivered)",
         )
         assert seen == sorted(seen)
         assert client.stats().callback_queue_limit == limit
@@ -187,7 +191,7 @@ def test_a_callback_that_calls_the_same_peer_while_the_queue_is_full_gets_its_an
 # -- a real stdio server: the pipe fills and the server waits ----------------------------------------
 def _spawn(**options: Any) -> Client:
     return Client.stdio(
-        [sys.executable, str(HOSTILE)], env={"PYTHONPATH": str(REPO_ROOT)}, stderr="discard", init_timeout=20, **options
+        [sys.executable, str(HOSTILE)], env={"PYTHONPATH": str(ROOT)}, stderr="discard", init_timeout=20, **options
     )
 
 
@@ -211,7 +215,7 @@ def test_stdio_flood_with_a_blocked_callback_stays_bounded_and_the_response_arri
         try:
             baseline = tracemalloc.get_traced_memory()[0]
             pending = client.call_tool_future("flood", {"count": count, "size": size}, timeout=60)
-            wait_until(lambda: client.stats().callback_queue_depth == limit, timeout=20, message="the queue to fill")
+            wait_until(lambda: client.stats().callback_queue_depth == limit, "the queue to fill", timeout=20)
             reader = client.endpoint._reader
             assert reader is not None
             wait_until_blocked_in(reader, "submit", timeout=20)
@@ -225,7 +229,7 @@ def test_stdio_flood_with_a_blocked_callback_stays_bounded_and_the_response_arri
         gate.set()
         result = pending.result(60)
         assert result.structured_content == {"result": count}
-        wait_until(lambda: len(seen) == count, timeout=20, message=f"all notifications delivered ({len(seen)})")
+        wait_until(lambda: len(seen) == count, f"all notifications delivered ({len(seen)})", timeout=20)
         assert seen == list(range(count))
         assert max(depths) <= limit
         assert client.stats().dropped.get(CALLBACK_QUEUE_FULL, 0) == 0
@@ -242,19 +246,19 @@ def test_stdio_callback_calling_the_server_during_a_flood_is_answered():
         n = params["data"]["n"]
         seen.append(n)
         if n == 0:
-            wait_until(lambda: client.stats().callback_queue_depth == limit, timeout=20, message="the queue to fill")
+            wait_until(lambda: client.stats().callback_queue_depth == limit, "the queue to fill", timeout=20)
             answers.append(client.call_tool("pid", timeout=20).structured_content)
 
     with _spawn(on_log=on_log, max_queued_callbacks=limit) as client:
         holder.append(client)
         result = client.call_tool("flood", {"count": count, "size": size}, timeout=60)
         assert result.structured_content == {"result": count}
-        wait_until(lambda: len(answers) == 1, timeout=20, message="the callback's call to be answered")
+        wait_until(lambda: len(answers) == 1, "the callback's call to be answered", timeout=20)
         assert answers[0] == {"result": client.transport.pid}
         wait_until(
             lambda: len(seen) + client.stats().dropped.get(CALLBACK_QUEUE_FULL, 0) == count,
+            f"every notification delivered or dropped ({len(seen)} delivered)",
             timeout=20,
-            message=f"every notification delivered or dropped ({len(seen)} delivered)",
         )
 
 
@@ -263,7 +267,7 @@ def test_close_releases_a_reader_blocked_on_a_full_queue():
     flood = Flood(client_limit=3, on_note=lambda note: gate.wait(WAIT * 2))
     try:
         flood.client.submit("flood", {"count": 100})
-        wait_until(lambda: flood.client.stats().callback_queue_depth == 3, message="the queue to fill")
+        wait_until(lambda: flood.client.stats().callback_queue_depth == 3, "the queue to fill")
         reader = flood.client._reader
         assert reader is not None
         wait_until_blocked_in(reader, "submit")
@@ -296,7 +300,7 @@ def test_stress_callbacks_calling_the_peer_during_floods(fast_switching):
                 dropped = client.stats().dropped.get(CALLBACK_QUEUE_FULL, 0)
                 return len(seen) + dropped == 60 and len(answered) == len([n for n in seen if n % 10 == 0])
 
-            wait_until(settled, message=f"the callbacks to finish ({len(seen)} seen)")
+            wait_until(settled, f"the callbacks to finish ({len(seen)} seen)")
             assert answered == [{"n": n} for n in seen if n % 10 == 0]
             assert seen == sorted(seen)
         finally:
@@ -337,7 +341,7 @@ def test_a_cancellation_read_while_the_queue_is_full_fires_the_token_at_once():
         assert started.wait(WAIT), "the handler never started"
         for n in range(limit + 1):  # one running (blocked), `limit` queued: the queue is full
             client.notify("note", {"n": n})
-        wait_until(lambda: server.stats().callback_queue_depth == limit, message="the queue to fill")
+        wait_until(lambda: server.stats().callback_queue_depth == limit, "the queue to fill")
         assert pending.cancel("stop") is True
         assert saw_cancel.wait(WAIT), "the cancellation waited for the full callback queue"
         assert server.stats().callback_queue_depth == limit, "the queue drained before the cancel"

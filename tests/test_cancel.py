@@ -14,15 +14,7 @@ from mcp_sync import deadlines
 from mcp_sync.cancel import CancelToken
 from mcp_sync.errors import Cancelled
 
-
-def wait_until(predicate, timeout: float = 5.0, message: str = "condition not met") -> None:
-    """Bounded poll on an Event (not a sleep); fails with ``message`` when it expires."""
-    end = time.monotonic() + timeout
-    pause = threading.Event()
-    while not predicate():
-        if time.monotonic() >= end:
-            pytest.fail(f"{message} within {timeout} s")
-        pause.wait(0.005)
+from support.waiting import wait_until
 
 
 def run_in_thread(fn, timeout: float = 5.0):
@@ -395,7 +387,7 @@ def test_with_timeout_fires():
     token = CancelToken.with_timeout(0.05)
     assert token.wait(5), "with_timeout token did not fire within 5 s"
     assert token.reason == "timeout"
-    wait_until(lambda: not deadlines.scheduler_thread_alive(), message="scheduler did not exit")
+    wait_until(lambda: not deadlines.scheduler_thread_alive(), "the scheduler to exit")
 
 
 def test_with_timeout_child_of_parent():
@@ -406,7 +398,7 @@ def test_with_timeout_child_of_parent():
     assert token.cancelled and token.reason == "parent went away"
     wait_until(
         lambda: not deadlines.scheduler_thread_alive(),
-        message="deadline entry of a token cancelled through its parent was not removed",
+        "the deadline of a token cancelled through its parent to be removed",
     )
 
 
@@ -424,7 +416,7 @@ def test_deadline_removed_when_cancelled_earlier():
     assert token.cancel("early") is True
     wait_until(
         lambda: not deadlines.scheduler_thread_alive(),
-        message="scheduler thread still alive after the only deadline was cancelled",
+        "the scheduler thread to exit after the only deadline was cancelled",
     )
     assert token.reason == "early"
 
@@ -435,7 +427,7 @@ def test_set_deadline_replaces_earlier_one():
     token.set_deadline(0.02, reason="second deadline")
     assert token.wait(5), "replacement deadline did not fire"
     assert token.reason == "second deadline"
-    wait_until(lambda: not deadlines.scheduler_thread_alive(), message="scheduler did not exit")
+    wait_until(lambda: not deadlines.scheduler_thread_alive(), "the scheduler to exit")
 
 
 def test_set_deadline_on_cancelled_token_is_removed():
@@ -444,7 +436,7 @@ def test_set_deadline_on_cancelled_token_is_removed():
     token.set_deadline(60)
     wait_until(
         lambda: not deadlines.scheduler_thread_alive(),
-        message="a deadline on a cancelled token kept the scheduler alive",
+        "the scheduler to exit although a deadline was on a cancelled token",
     )
     assert token.reason == "gone"
 
@@ -472,7 +464,7 @@ def test_scheduler_runs_in_deadline_order_and_survives_failures(caplog):
         assert done.wait(5), f"deadlines did not all run: {order}"
     assert order == [1, 2, 3]
     assert any("deadline callback failed" in r.getMessage() for r in caplog.records)
-    wait_until(lambda: not deadlines.scheduler_thread_alive(), message="scheduler did not exit")
+    wait_until(lambda: not deadlines.scheduler_thread_alive(), "the scheduler to exit")
 
 
 @pytest.mark.parametrize("far", [math.inf, 1e300])
@@ -486,11 +478,11 @@ def test_an_infinite_or_huge_delay_does_not_stop_the_scheduler(far):
     assert marker.wait(5), "a deadline scheduled after an infinite one did not run"
     assert entry.active and not never.is_set()
     entry.cancel()
-    wait_until(lambda: not deadlines.scheduler_thread_alive(), message="scheduler did not exit")
+    wait_until(lambda: not deadlines.scheduler_thread_alive(), "the scheduler to exit")
     token = CancelToken.with_timeout(math.inf)
     assert not token.wait(0.01) and not token.cancelled
     token.cancel()
-    wait_until(lambda: not deadlines.scheduler_thread_alive(), message="scheduler did not exit")
+    wait_until(lambda: not deadlines.scheduler_thread_alive(), "the scheduler to exit")
 
 
 def test_deadline_cancel_prevents_callback():
@@ -505,7 +497,7 @@ def test_deadline_cancel_prevents_callback():
     deadlines.schedule(0.1, marker.set)
     assert marker.wait(5)
     assert not fired.is_set()
-    wait_until(lambda: not deadlines.scheduler_thread_alive(), message="scheduler did not exit")
+    wait_until(lambda: not deadlines.scheduler_thread_alive(), "the scheduler to exit")
 
 
 def test_one_scheduler_thread_for_many_timeouts():
@@ -515,4 +507,4 @@ def test_one_scheduler_thread_for_many_timeouts():
     assert [t.name for t in new] == ["mcp_sync-deadlines"]
     for token in tokens:
         token.cancel()
-    wait_until(lambda: not deadlines.scheduler_thread_alive(), message="scheduler did not exit")
+    wait_until(lambda: not deadlines.scheduler_thread_alive(), "the scheduler to exit")

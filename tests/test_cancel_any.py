@@ -14,7 +14,7 @@ import pytest
 
 from mcp_sync.cancel import CancelToken
 
-WAIT = 5.0
+from support.waiting import WAIT
 
 
 def links(token: CancelToken) -> int:

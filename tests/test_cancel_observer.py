@@ -11,29 +11,16 @@ import sys
 import threading
 from typing import Any
 
-from endpoint_support import WAIT, Blocker, raw_server, wait_until
-from mcp_helpers import FakeServer, connected, holding_server
 from mcp_sync import Client
 
-
-class Observed:
-    def __init__(self) -> None:
-        self.seen: list[tuple[Any, Any, str]] = []
-        self.changed = threading.Condition()
-
-    def __call__(self, request_id: Any, reason: Any) -> None:
-        with self.changed:
-            self.seen.append((request_id, reason, threading.current_thread().name))
-            self.changed.notify_all()
-
-    def wait_for(self, count: int) -> list[tuple[Any, Any, str]]:
-        with self.changed:
-            assert self.changed.wait_for(lambda: len(self.seen) >= count, WAIT), f"saw only {self.seen}"
-            return list(self.seen)
+from support.endpoints import Blocker, raw_server
+from support.probes import ObservedCancels
+from support.sessions import FakeServer, connected, holding_server
+from support.waiting import WAIT, wait_until
 
 
 def test_endpoint_observer_sees_matched_unknown_and_reasonless_cancels_on_the_callback_thread():
-    observed = Observed()
+    observed = ObservedCancels()
     blocker = Blocker()
     with raw_server({"block": blocker}) as s:
         token_state: list[bool] = []
@@ -57,7 +44,7 @@ def test_endpoint_observer_sees_matched_unknown_and_reasonless_cancels_on_the_ca
 
 
 def test_server_on_cancelled_sees_a_client_cancelling_a_tool_call():
-    observed = Observed()
+    observed = ObservedCancels()
     server, started = holding_server("observer", on_cancelled=observed)
     with connected(server) as conn:
         pending = conn.client.call_tool_future("hold")
@@ -69,7 +56,7 @@ def test_server_on_cancelled_sees_a_client_cancelling_a_tool_call():
 
 
 def test_client_on_cancelled_sees_the_server_cancelling_its_request():
-    observed = Observed()
+    observed = ObservedCancels()
     fake = FakeServer()
     try:
         client = Client.connect(fake.client_transport, on_cancelled=observed, init_timeout=WAIT)
@@ -78,8 +65,10 @@ def test_client_on_cancelled_sees_the_server_cancelling_its_request():
             ((request_id, reason, thread),) = observed.wait_for(1)
             assert (request_id, reason) == (12, "server gave up")
             assert thread.endswith("-callbacks")
-            wait_until(lambda: client.stats().dropped.get("cancellation of an unknown or finished request") == 1,
-                       message="the cancellation to be counted as dropped too")
+            wait_until(
+                lambda: client.stats().dropped.get("cancellation of an unknown or finished request") == 1,
+                "the cancellation to be counted as dropped too",
+            )
         finally:
             client.close()
     finally:
@@ -123,7 +112,7 @@ class BlockingRoots:
 
 
 def test_both_observers_over_a_spawned_stdio_server():
-    client_seen = Observed()
+    client_seen = ObservedCancels()
     server_lines: list[str] = []
     server_saw = threading.Event()
 

@@ -18,16 +18,17 @@ from typing import Any, Iterator
 
 import pytest
 
-from node_peers import server_everything, server_filesystem
-from proc_helpers import PYTHON, ROOT, Finished, Proc, run, user_env
+from support.node import server_everything, server_filesystem
+from support.paths import PEERS, PYTHON, ROOT
+from support.processes import Finished, Proc, run, user_env
+
 
 SCRIPT = Path(sys.executable).with_name("mcp-sync")
 MCP_SYNC = [str(SCRIPT)]
 DEMO_SERVER = [PYTHON, "-m", "mcp_sync.cli.demo", "--serve"]
-SERVERS = Path(__file__).resolve().parent / "servers"
-BAD_SERVER = [PYTHON, str(SERVERS / "bad_cancel_server.py")]
-CLI_SERVER = [PYTHON, str(SERVERS / "cli_server.py")]
-OFFICIAL_SERVER = ROOT / "tests" / "interop" / "peers" / "official_server.py"  # shared with the interop tests
+BAD_SERVER = [PYTHON, str(PEERS / "bad_cancel_server.py")]
+CLI_SERVER = [PYTHON, str(PEERS / "cli_server.py")]
+OFFICIAL_SERVER = PEERS / "official_server.py"  # shared with the interop tests
 LIMIT = 30.0
 SUBCOMMANDS_WITH_A_SERVER = ["tools", "call", "ping", "resources", "read", "prompts", "prompt", "check-cancel"]
 
@@ -486,7 +487,7 @@ def test_serve_is_a_server_command_for_another_mcp_sync() -> None:
 
 
 def test_serve_threads_sets_the_handler_pool() -> None:
-    result = mcp_sync("call", "pool_size", "--", *MCP_SYNC, "serve", "cli_server:server", "--threads", "3", cwd=SERVERS)
+    result = mcp_sync("call", "pool_size", "--", *MCP_SYNC, "serve", "cli_server:server", "--threads", "3", cwd=PEERS)
     assert result.code == 0 and json.loads(result.stdout) == {"result": 3}, result.describe()
 
 
@@ -502,7 +503,7 @@ def test_serve_threads_sets_the_handler_pool() -> None:
 )
 def test_serve_names_what_it_found_instead_of_a_server(spec: str, message: str, tmp_path: Path) -> None:
     (tmp_path / "flask_module.py").write_text("import flask\n\napp = flask.Flask(__name__)\n")
-    (tmp_path / "cli_server.py").write_text((SERVERS / "cli_server.py").read_text())
+    (tmp_path / "cli_server.py").write_text((PEERS / "cli_server.py").read_text())
     result = mcp_sync("serve", spec, cwd=tmp_path)
     assert_one_line_error(result, 2, f"mcp-sync serve: error: {message}")
     assert len(result.stderr.strip().splitlines()) == 1, result.describe()
@@ -717,5 +718,5 @@ def test_check_cancel_passes_the_official_sdk_server(long_run: Finished) -> None
 
 def test_bad_server_is_plain_python() -> None:
     """The misbehaving server must not lean on mcp_sync (it would inherit its good manners)."""
-    source = (SERVERS / "bad_cancel_server.py").read_text()
+    source = (PEERS / "bad_cancel_server.py").read_text()
     assert "import mcp" not in source and "from mcp" not in source

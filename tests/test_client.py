@@ -26,30 +26,14 @@ from mcp_sync import (
     Server,
 )
 from mcp_sync.call_options import USE_CLIENT_DEFAULT
-from mcp_helpers import (
-    WAIT,
-    as_wire,
-    Connection,
-    is_response,
-    connected,
-    responses_to,
-    wait_event,
-    wait_until,
-    with_method,
-)
+
+from support.messages import as_wire, is_response, responses_to, with_method
+from support.probes import HandlerProbe
+from support.sessions import Connection, connected
+from support.waiting import WAIT, wait_event, wait_until
 
 
-class Probe:
-    """What a gated handler saw, with events to synchronise on."""
-
-    def __init__(self) -> None:
-        self.started = threading.Event()
-        self.finished = threading.Event()
-        self.release = threading.Event()
-        self.values: dict[str, Any] = {}
-
-
-def gated_server(probe: Probe, **tool_options: Any) -> Server:
+def gated_server(probe: HandlerProbe, **tool_options: Any) -> Server:
     """A server whose ``waiter`` tool blocks until cancelled (bounded) and records it.
 
     With ``max_workers=1`` (see :func:`settle`) a later ``noop`` call runs only after the
@@ -76,7 +60,7 @@ def gated_server(probe: Probe, **tool_options: Any) -> Server:
     return server
 
 
-def settle(conn: Connection, probe: Probe) -> None:
+def settle(conn: Connection, probe: HandlerProbe) -> None:
     """Return once the gated request is fully processed and its output (if any) delivered."""
     wait_event(probe.finished, "the handler to return")
     assert conn.client.call_tool("noop", timeout=WAIT).content[0].text == "noop"
@@ -95,7 +79,7 @@ def cancellations_for(conn: Connection, request_id: int) -> list[dict]:
 
 # -- cancelling a call -------------------------------------------------------------------------------
 def test_pending_call_cancel_from_another_thread():
-    probe = Probe()
+    probe = HandlerProbe()
     with connected(gated_server(probe)) as conn:
         pending = conn.client.call_tool_future("waiter")
         wait_event(probe.started, "the handler to start")
@@ -123,7 +107,7 @@ def test_pending_call_cancel_from_another_thread():
 
 
 def test_cancel_token_cancels_a_blocking_call():
-    probe = Probe()
+    probe = HandlerProbe()
     token = CancelToken()
     with connected(gated_server(probe)) as conn:
 
@@ -147,7 +131,7 @@ def test_cancel_token_cancels_a_blocking_call():
 
 
 def test_an_already_cancelled_token_sends_nothing():
-    probe = Probe()
+    probe = HandlerProbe()
     token = CancelToken()
     token.cancel("too late")
     with connected(gated_server(probe)) as conn:
@@ -159,7 +143,7 @@ def test_an_already_cancelled_token_sends_nothing():
 
 
 def test_timeout_cancels_on_the_wire_and_raises_request_timeout():
-    probe = Probe()
+    probe = HandlerProbe()
     with connected(gated_server(probe)) as conn:
         with pytest.raises(RequestTimeout) as info:
             conn.client.call_tool("waiter", timeout=0.2)
@@ -175,7 +159,7 @@ def test_timeout_cancels_on_the_wire_and_raises_request_timeout():
 
 
 def test_default_timeout_applies_to_every_call():
-    probe = Probe()
+    probe = HandlerProbe()
     with connected(gated_server(probe), default_timeout=0.2) as conn:
         with pytest.raises(RequestTimeout):
             conn.client.call_tool("waiter")
@@ -185,7 +169,7 @@ def test_default_timeout_applies_to_every_call():
 
 def test_timeout_none_waits_past_the_default_timeout():
     """``timeout=None`` means no timeout, even on a client with a default_timeout."""
-    probe = Probe()
+    probe = HandlerProbe()
     with connected(gated_server(probe), default_timeout=0.1) as conn:
         pending = conn.client.call_tool_future("waiter", timeout=None)
         wait_event(probe.started, "the handler to start")
@@ -198,7 +182,7 @@ def test_timeout_none_waits_past_the_default_timeout():
 
 
 def test_use_client_default_follows_the_current_default_timeout():
-    probe = Probe()
+    probe = HandlerProbe()
     with connected(gated_server(probe)) as conn:
         assert conn.client.default_timeout is None
         conn.client.default_timeout = 0.2
@@ -212,7 +196,7 @@ def test_use_client_default_follows_the_current_default_timeout():
 
 
 def test_cancel_after_completion_returns_false_and_sends_nothing():
-    probe = Probe()
+    probe = HandlerProbe()
     with connected(gated_server(probe)) as conn:
         pending = conn.client.call_tool_future("noop")
         assert pending.result(WAIT).content[0].text == "noop"
@@ -223,7 +207,7 @@ def test_cancel_after_completion_returns_false_and_sends_nothing():
 
 
 def test_a_local_wait_timeout_does_not_cancel_the_call():
-    probe = Probe()
+    probe = HandlerProbe()
     with connected(gated_server(probe)) as conn:
         pending = conn.client.call_tool_future("waiter")
         wait_event(probe.started, "the handler to start")
@@ -252,7 +236,7 @@ def test_futures_work_with_wait_and_as_completed():
 
 
 def test_closing_the_client_fails_pending_calls_and_cancels_the_handler():
-    probe = Probe()
+    probe = HandlerProbe()
     with connected(gated_server(probe)) as conn:
         pending = conn.client.call_tool_future("waiter")
         wait_event(probe.started, "the handler to start")
@@ -268,7 +252,7 @@ def test_closing_the_client_fails_pending_calls_and_cancels_the_handler():
 
 # -- server-side tool timeouts ------------------------------------------------------------------------
 def test_tool_timeout_answers_even_when_the_handler_ignores_its_token():
-    probe = Probe()
+    probe = HandlerProbe()
     server = Server("stubborn", max_workers=1)
 
     @server.tool(timeout=0.2)
@@ -301,7 +285,7 @@ def test_tool_timeout_answers_even_when_the_handler_ignores_its_token():
 
 @pytest.mark.parametrize("raise_it", [False, True])
 def test_tool_timeout_fires_a_cooperative_handlers_token(raise_it):
-    probe = Probe()
+    probe = HandlerProbe()
     server = Server("polite", max_workers=1)
 
     @server.tool(timeout=0.2)
@@ -345,7 +329,7 @@ def test_tool_timeout_does_not_fire_for_a_quick_tool():
 
 
 def test_client_cancel_beats_a_tool_timeout():
-    probe = Probe()
+    probe = HandlerProbe()
     with connected(gated_server(probe, timeout=WAIT)) as conn:
         pending = conn.client.call_tool_future("waiter")
         wait_event(probe.started, "the handler to start")
@@ -419,7 +403,7 @@ def test_ctrl_c_during_call_tool_cancels_on_the_wire_and_propagates():
 
 
 def _ctrl_c_during_call_tool() -> None:
-    probe = Probe()
+    probe = HandlerProbe()
     main_ident = threading.main_thread().ident
     assert main_ident is not None
 

@@ -13,14 +13,6 @@ import time
 
 import pytest
 
-from endpoint_support import (
-    WAIT,
-    Blocker,
-    endpoint_pair,
-    raw_server,
-    wait_until,
-    wait_until_blocked_in,
-)
 from mcp_sync import deadlines
 from mcp_sync.cancel import CancelToken
 from mcp_sync.errors import Cancelled
@@ -28,6 +20,10 @@ from mcp_sync.endpoint import Endpoint, PendingCall
 from mcp_sync.errors import ConnectionClosed, McpError, RequestTimeout
 from mcp_sync.jsonrpc import INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND, PARSE_ERROR
 from mcp_sync.transports.memory import memory_pair
+
+from support.endpoints import Blocker, endpoint_pair, raw_server
+from support.threads import wait_until_blocked_in
+from support.waiting import WAIT, wait_until
 
 
 def echo(req):
@@ -288,7 +284,7 @@ class SettleFirstToken(CancelToken):
     def add_callback(self, callback):
         call = getattr(callback, "__self__", None)
         if isinstance(call, PendingCall):
-            wait_until(call.done, message="the call never settled")
+            wait_until(call.done, "the call to settle")
         super().add_callback(callback)
 
 
@@ -325,7 +321,7 @@ def test_timeout_raises_request_timeout_and_cancels_on_the_wire():
             {"requestId": call.request_id, "reason": "timed out after 0.5 s"}
         ]
         assert p.server_t.responses_to(call.request_id) == []
-    wait_until(lambda: not deadlines.scheduler_thread_alive(), message="deadline scheduler kept running")
+    wait_until(lambda: not deadlines.scheduler_thread_alive(), "the deadline scheduler to stop")
 
 
 def test_timeout_entry_removed_when_call_completes():
@@ -333,7 +329,7 @@ def test_timeout_entry_removed_when_call_completes():
         assert p.client.request("echo", {"v": 1}, timeout=60) == {"v": 1}
         wait_until(
             lambda: not deadlines.scheduler_thread_alive(),
-            message="a completed call left its timeout in the scheduler",
+            "the completed call's timeout to leave the scheduler",
         )
 
 
@@ -428,7 +424,7 @@ def test_reset_timeout_on_progress_keeps_call_alive_until_max_total():
         (cancel,) = p.client_t.cancels()
         assert cancel["params"] == {"requestId": call.request_id, "reason": "maximum total timeout reached"}
         assert len(ticks) > 10
-    wait_until(lambda: not deadlines.scheduler_thread_alive(), message="deadline scheduler kept running")
+    wait_until(lambda: not deadlines.scheduler_thread_alive(), "the deadline scheduler to stop")
 
 
 def test_reset_timeout_on_progress_without_callback():
@@ -456,7 +452,7 @@ def test_timeout_without_reset_expires_even_while_progress_flows():
         elapsed = time.monotonic() - start
         assert 0.25 <= elapsed < 2.0, elapsed
         assert "timed out after 0.3 s" in str(info.value)
-        wait_until(lambda: len(ticks) > 0, message="the ticker never ticked")
+        wait_until(lambda: len(ticks) > 0, "the ticker to tick")
 
 
 # =========================================================================================
@@ -560,7 +556,7 @@ def test_client_survives_garbage_from_server():
         parse_errors = [m for m in p.client_t.messages() if m.get("error", {}).get("code") == PARSE_ERROR]
         assert len(parse_errors) == 1
         assert p.client.dropped["response to an unknown id"] == 1
-        wait_until(lambda: p.server.dropped["the peer reported an error without an id"] == 1)
+        wait_until(lambda: p.server.dropped["the peer reported an error without an id"] == 1, "the id-less error to be counted as dropped")
 
 
 def test_late_response_from_peer_is_dropped_and_connection_keeps_serving():

@@ -11,10 +11,12 @@ import threading
 
 import pytest
 
-from endpoint_support import WAIT, Blocker, endpoint_pair, raw_server, wait_until
-from mcp_helpers import connected, holding_server
 from mcp_sync.endpoint import EndpointStats
 from mcp_sync.workers import MAX_QUEUED_CALLBACKS
+
+from support.endpoints import Blocker, endpoint_pair, raw_server
+from support.sessions import connected, holding_server
+from support.waiting import WAIT, wait_until
 
 
 def test_queued_and_running_inbound_requests_and_outbound_calls_are_counted():
@@ -22,19 +24,19 @@ def test_queued_and_running_inbound_requests_and_outbound_calls_are_counted():
     with endpoint_pair({"block": blocker}, server_workers=1) as pair:
         calls = [pair.client.submit("block", {"n": n}) for n in range(3)]
         blocker.wait_started(1)
-        wait_until(lambda: pair.server.stats().inbound_in_flight == 3, message="three requests registered")
+        wait_until(lambda: pair.server.stats().inbound_in_flight == 3, "three requests registered")
         stats = pair.server.stats()
         assert (stats.inbound_queued, stats.inbound_running, stats.outbound_in_flight) == (2, 1, 0)
         assert pair.client.stats().outbound_in_flight == 3
         assert pair.server.in_flight() == (3, 0)  # the older view still works
         calls[2].cancel("enough")  # cancelled while queued: it never starts
-        wait_until(lambda: pair.server.stats().inbound_queued == 1, message="the cancelled request to leave the queue")
+        wait_until(lambda: pair.server.stats().inbound_queued == 1, "the cancelled request to leave the queue")
         blocker.release_all()
         calls[0].result(WAIT)
         blocker.wait_started(2)
         blocker.release_all()
         calls[1].result(WAIT)
-        wait_until(lambda: pair.server.stats().inbound_in_flight == 0, message="all requests to end")
+        wait_until(lambda: pair.server.stats().inbound_in_flight == 0, "all requests to end")
         final = pair.server.stats()
         assert (final.inbound_queued, final.inbound_running) == (0, 0)
         assert pair.client.stats().outbound_in_flight == 0

@@ -22,12 +22,14 @@ from typing import Any
 
 import pytest
 
-from endpoint_support import WAIT, endpoint_pair, wait_until
 from mcp_sync import deadlines
 from mcp_sync.cancel import CancelToken
 from mcp_sync.errors import Cancelled
 from mcp_sync.errors import RequestTimeout
 from mcp_sync.protocol import Dispatch
+
+from support.endpoints import endpoint_pair
+from support.waiting import WAIT, wait_until
 
 
 @dataclass
@@ -229,7 +231,7 @@ def race_round(
         assert shared_token._callbacks == [], (
             f"{len(shared_token._callbacks)} finished calls still hang on a shared cancel token"
         )
-    wait_until(lambda: not deadlines.scheduler_thread_alive(), message="call timeouts left in the scheduler")
+    wait_until(lambda: not deadlines.scheduler_thread_alive(), "the scheduler to drop the call timeouts")
     return stats
 
 

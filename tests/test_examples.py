@@ -14,7 +14,9 @@ from typing import Any
 
 import pytest
 
-from proc_helpers import PYTHON, ROOT, Proc, run
+from support.paths import PYTHON, ROOT
+from support.processes import Proc, run
+
 
 EXAMPLES_DIR = ROOT / "examples"
 FOUND = sorted(path.name for path in EXAMPLES_DIR.glob("*.py"))

@@ -14,11 +14,13 @@ import sys
 
 import pytest
 
-from endpoint_support import WAIT, Blocker, endpoint_pair
-from mcp_helpers import connected
 from mcp_sync import CancelToken, Client, ConnectionClosed, RequestTimeout, Server, memory_pair
 from mcp_sync.errors import ServerExited
 from mcp_sync.transports.subprocess import STDERR_TAIL_BYTES, SubprocessTransport
+
+from support.endpoints import Blocker, endpoint_pair
+from support.sessions import connected
+from support.waiting import WAIT
 
 
 # -- running() ------------------------------------------------------------------------------------

@@ -12,12 +12,16 @@ import sys
 
 import pytest
 
-from endpoint_support import WAIT, endpoint_pair, wait_until
-from mcp_helpers import SERVERS_DIR, REPO_ROOT, connected
 from mcp_sync import Client, McpError, Server
 from mcp_sync.jsonrpc import INTERNAL_ERROR
 
-HOSTILE = SERVERS_DIR / "hostile_input_server.py"
+from support.endpoints import endpoint_pair
+from support.paths import PEERS, ROOT
+from support.sessions import connected
+from support.waiting import WAIT, wait_until
+
+
+HOSTILE = PEERS / "hostile_input_server.py"
 
 
 class Unusual(BaseException):
@@ -59,7 +63,7 @@ def test_base_exception_in_a_notification_callback_does_not_stop_later_callbacks
     with endpoint_pair(notification_handler=on_note) as pair:
         for n in range(3):
             pair.client.notify("note", {"n": n})
-        wait_until(lambda: seen == [0, 1, 2], message=f"callbacks after a SystemExit ran: {seen}")
+        wait_until(lambda: seen == [0, 1, 2], f"callbacks after a SystemExit ran: {seen}")
 
 
 def _tool_and_method_checks(client: Client) -> None:
@@ -87,7 +91,7 @@ def test_server_tool_and_custom_method_over_memory():
 
 
 def test_stdio_server_survives_base_exceptions_in_tools():
-    env = {"PYTHONPATH": str(REPO_ROOT)}
+    env = {"PYTHONPATH": str(ROOT)}
     with Client.stdio([sys.executable, str(HOSTILE)], env=env, stderr="discard", init_timeout=20) as client:
         pid = client.call_tool("pid", timeout=WAIT).structured_content
         _tool_and_method_checks(client)

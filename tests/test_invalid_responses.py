@@ -9,10 +9,12 @@ from __future__ import annotations
 import json
 import pytest
 
-from endpoint_support import WAIT, raw_server
 from mcp_sync.errors import PeerMisbehaved
 from mcp_sync.jsonrpc import decode
 from mcp_sync.protocol import Dropped, OutboundState, RequestRegistry, Settle
+
+from support.endpoints import raw_server
+from support.waiting import WAIT
 
 
 def _line(obj) -> bytes:

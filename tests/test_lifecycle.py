@@ -24,18 +24,12 @@ from mcp_sync import (
     memory_pair,
 )
 from mcp_sync.session import LATEST_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS
-from mcp_helpers import (
-    WAIT,
-    as_wire,
-    FakeServer,
-    RecordingTransport,
-    connected,
-    methods,
-    responses_to,
-    wait_event,
-    wait_until,
-    with_method,
-)
+
+from support.messages import as_wire, methods, responses_to, with_method
+from support.recording import RecordingTransport
+from support.sessions import connected, FakeServer
+from support.waiting import WAIT, wait_event, wait_until
+
 
 INIT_PARAMS = {
     "protocolVersion": LATEST_PROTOCOL_VERSION,

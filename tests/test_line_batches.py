@@ -12,21 +12,17 @@ from typing import Any, Iterator
 
 import pytest
 
-from endpoint_support import WAIT, RawPeer
-from mcp_helpers import REPO_ROOT, SERVERS_DIR
-
 from mcp_sync import Context, Server, memory_pair
 from mcp_sync.transports import SubprocessTransport
 from mcp_sync.transports.base import OutboundMeta
 
+from support.endpoints import RawPeer
+from support.messages import notification, request
+from support.paths import PEERS, ROOT
+from support.waiting import WAIT
+
+
 OLD = "2025-03-26"
-
-
-def request(method: str, params: dict[str, Any] | None, request_id: Any) -> dict[str, Any]:
-    message: dict[str, Any] = {"jsonrpc": "2.0", "id": request_id, "method": method}
-    if params is not None:
-        message["params"] = params
-    return message
 
 
 def call(name: str, arguments: dict[str, Any], request_id: Any) -> dict[str, Any]:
@@ -36,13 +32,6 @@ def call(name: str, arguments: dict[str, Any], request_id: Any) -> dict[str, Any
 def answers(request_id: Any) -> OutboundMeta:
     """What the endpoint says of its response to ``request_id``."""
     return OutboundMeta("response", related_request_id=request_id)
-
-
-def notification(method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
-    message: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
-    if params is not None:
-        message["params"] = params
-    return message
 
 
 def initialize(version: str) -> dict[str, Any]:
@@ -164,7 +153,7 @@ def test_batches_are_refused_at_later_revisions(version):
 
 def test_a_batch_to_a_stdio_server_process():
     transport = SubprocessTransport(
-        [sys.executable, str(SERVERS_DIR / "demo_server.py")], env={"PYTHONPATH": str(REPO_ROOT)}, stderr="discard"
+        [sys.executable, str(PEERS / "demo_server.py")], env={"PYTHONPATH": str(ROOT)}, stderr="discard"
     )
 
     def send(message: Any) -> None:

@@ -15,10 +15,13 @@ from pathlib import Path
 import pytest
 
 from mcp_sync import Client
-from mcp_helpers import REPO_ROOT, SERVERS_DIR, WAIT
-from proc_helpers import PYTHON, Proc
 
-PROBE = SERVERS_DIR / "logging_probe_server.py"
+from support.paths import PEERS, PYTHON, ROOT
+from support.processes import Proc
+from support.waiting import WAIT
+
+
+PROBE = PEERS / "logging_probe_server.py"
 
 UNCONFIGURED = {"root": {"handlers": [], "level": 30}, "mcp_sync": {"handlers": [], "level": 0}}
 """A fresh interpreter's loggers: the root at WARNING with no handler, ``mcp_sync`` unset."""
@@ -31,7 +34,7 @@ def read_report(path: Path) -> dict[str, object]:
 
 def test_run_over_stdio_configures_no_logging(tmp_path):
     report = tmp_path / "report.json"
-    env = {"PYTHONPATH": str(REPO_ROOT)}
+    env = {"PYTHONPATH": str(ROOT)}
     with Client.stdio([sys.executable, str(PROBE), "stdio", str(report)], env=env, stderr="capture", init_timeout=20.0) as client:
         assert client.call_tool("echo", {"text": "hi"}, timeout=WAIT).content[0].text == "hi"
     assert client.transport.process.returncode == 0, client.transport.stderr_lines
@@ -54,10 +57,10 @@ def test_run_over_http_configures_no_logging(tmp_path):
 
 def test_every_logger_in_the_package_is_documented():
     used = set()
-    for source in (REPO_ROOT / "mcp_sync").rglob("*.py"):
+    for source in (ROOT / "mcp_sync").rglob("*.py"):
         used.update(re.findall(r"getLogger\(\s*[\"'](mcp_sync[\w.]*)[\"']", source.read_text(encoding="utf-8")))
     assert "mcp_sync.server" in used, "the scan found none of the package's loggers"
-    page = (REPO_ROOT / "docs" / "logging.rst").read_text(encoding="utf-8")
+    page = (ROOT / "docs" / "logging.rst").read_text(encoding="utf-8")
     documented = set(re.findall(r"^``(mcp_sync[\w.]*)``", page, re.MULTILINE))
     assert used <= documented, f"loggers missing from docs/logging.rst: {sorted(used - documented)}"
     assert "mcp_sync.wire" in documented

@@ -15,8 +15,6 @@ from typing import Any, Iterator
 
 import pytest
 
-from endpoint_support import WAIT, endpoint_pair, raw_server
-from mcp_helpers import REPO_ROOT, SERVERS_DIR
 from mcp_sync import Client, McpError
 from mcp_sync.jsonrpc import (
     INVALID_REQUEST,
@@ -30,7 +28,12 @@ from mcp_sync.jsonrpc import (
 )
 from mcp_sync.transports.subprocess import SubprocessTransport
 
-HOSTILE = SERVERS_DIR / "hostile_input_server.py"
+from support.endpoints import endpoint_pair, raw_server
+from support.paths import PEERS, ROOT
+from support.waiting import WAIT
+
+
+HOSTILE = PEERS / "hostile_input_server.py"
 
 
 def nested(depth: int, shape: str) -> str:
@@ -200,7 +203,7 @@ class RawStdioPeer:
 
 @pytest.fixture
 def stdio_peer() -> Iterator[RawStdioPeer]:
-    transport = SubprocessTransport([sys.executable, str(HOSTILE)], env={"PYTHONPATH": str(REPO_ROOT)}, stderr="discard")
+    transport = SubprocessTransport([sys.executable, str(HOSTILE)], env={"PYTHONPATH": str(ROOT)}, stderr="discard")
     peer = RawStdioPeer(transport)
     try:
         peer.send({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}})
@@ -243,7 +246,7 @@ def test_typed_client_round_trip_at_the_deepest_tool_argument():
     # every layer that walks the value: the client's encoder, the server's decoder and argument
     # validation, the tool result's JSON text and structured content, the client's model
     value = json.loads(nested(TOOL_MAX, "mixed"))
-    env = {"PYTHONPATH": str(REPO_ROOT)}
+    env = {"PYTHONPATH": str(ROOT)}
     with Client.stdio([sys.executable, str(HOSTILE)], env=env, stderr="discard", init_timeout=20) as client:
         result = client.call_tool("echo_value", {"value": value}, timeout=20)
         assert not result.is_error, result

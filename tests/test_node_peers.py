@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-import node_peers
+import support.node as node_peers
 
 
 def test_absent_node_modules_skip_outside_ci(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:

@@ -7,12 +7,14 @@ import threading
 from typing import Any
 
 import pytest
-from endpoint_support import WAIT, Blocker, dispatcher, wait_until
 
 from mcp_sync import Endpoint, McpError, memory_pair
 from mcp_sync.jsonrpc import RequestId
 from mcp_sync.transports import MemoryTransport, Transport
 from mcp_sync.transports.base import FailCall, OutboundMeta, RoutingTransport
+
+from support.endpoints import Blocker, dispatcher
+from support.waiting import WAIT, wait_until
 
 
 class RoutingRecorder:
@@ -131,7 +133,7 @@ def test_what_the_endpoint_says_is_what_the_line_holds() -> None:
             incoming = peer.submit("block", {})
             blocker.wait_started()
             incoming.cancel("enough")
-            wait_until(lambda: recorder.cancelled != [], message="inbound_cancelled was not called")
+            wait_until(lambda: recorder.cancelled != [], "inbound_cancelled was not called")
         finally:
             blocker.release_all()
             endpoint.close()
@@ -160,7 +162,7 @@ def test_a_cancellation_names_the_request_it_cancels() -> None:
             call = endpoint.submit("block", {})
             blocker.wait_started()
             call.cancel("no longer needed")
-            wait_until(lambda: any(m.method == "notifications/cancelled" for m in recorder.metas()))
+            wait_until(lambda: any(m.method == "notifications/cancelled" for m in recorder.metas()), 'any(m.method == "notifications/cancelled" for m in recorder.metas())')
         finally:
             blocker.release_all()
             endpoint.close()

@@ -10,7 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from proc_helpers import PYTHON, ROOT, run
+from support.paths import PYTHON, ROOT
+from support.processes import run
+
 
 README = (ROOT / "README.md").read_text()
 LIMIT = 30.0

@@ -36,7 +36,9 @@ from mcp_sync.request_state import (
     params_digest,
 )
 
-from proc_helpers import PYTHON, ROOT, user_env
+from support.paths import PYTHON, ROOT
+from support.processes import user_env
+
 
 SECRET_A = b"a" * MIN_KEY_BYTES
 SECRET_B = b"b" * MIN_KEY_BYTES

@@ -1,6 +1,6 @@
 """Servers as processes: ``server.run()`` over stdio, its shutdown paths, and embedding.
 
-The stdio server is tests/servers/demo_server.py; it appends markers to the file named by
+The stdio server is tests/peers/demo_server.py; it appends markers to the file named by
 ``MCP_SYNC_TEST_MARKERS`` so the tests can see what happened inside the process.
 """
 
@@ -17,15 +17,18 @@ import pytest
 
 from mcp_sync import Client, ConnectionClosed, Context, Server, memory_pair
 from mcp_sync import deadlines
-from mcp_helpers import REPO_ROOT, SERVERS_DIR, WAIT, wait_event, wait_until
 
-DEMO = SERVERS_DIR / "demo_server.py"
+from support.paths import PEERS, ROOT
+from support.waiting import WAIT, wait_event, wait_until
+
+
+DEMO = PEERS / "demo_server.py"
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
 
 
 def spawn(markers: Path, **options) -> Client:
-    env = {"PYTHONPATH": str(REPO_ROOT), "MCP_SYNC_TEST_MARKERS": str(markers)}
+    env = {"PYTHONPATH": str(ROOT), "MCP_SYNC_TEST_MARKERS": str(markers)}
     options.setdefault("init_timeout", 20.0)
     return Client.stdio([sys.executable, str(DEMO)], env=env, stderr="capture", **options)
 
@@ -220,8 +223,8 @@ def test_run_rejects_an_unknown_transport_name():
 
 
 def test_output_of_handlers_on_stdout_goes_to_stderr_and_never_corrupts_the_protocol():
-    env = {"PYTHONPATH": str(REPO_ROOT)}
-    with Client.stdio([sys.executable, str(SERVERS_DIR / "chatty_server.py")], env=env, stderr="capture", init_timeout=20.0) as client:
+    env = {"PYTHONPATH": str(ROOT)}
+    with Client.stdio([sys.executable, str(PEERS / "chatty_server.py")], env=env, stderr="capture", init_timeout=20.0) as client:
         for text in ("first", "second"):
             assert client.call_tool("chatty", {"text": text}, timeout=WAIT).content[0].text == text
         client.ping(timeout=WAIT)

@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
-from endpoint_support import WAIT, wait_until
-from mcp_helpers import connected
-
 from mcp_sync import Context, Server, ServerStats
+
+from support.sessions import connected
+from support.waiting import WAIT, wait_until
 
 
 def test_stats_sum_over_sessions_and_their_pools():
@@ -47,7 +47,7 @@ def test_stats_sum_over_sessions_and_their_pools():
         running_b = second.client.call_tool_future("hold", {"tag": "b"})
         roots_call = second.client.call_tool_future("ask_roots")
         assert started["a"].wait(WAIT) and started["b"].wait(WAIT) and asked.wait(WAIT)
-        wait_until(lambda: server.stats().handlers_queued == 1, message="the queued call")
+        wait_until(lambda: server.stats().handlers_queued == 1, "the queued call")
         stats = server.stats()
         assert stats.sessions == 2
         assert stats.inbound_in_flight == 4  # a, queued, b, ask_roots
@@ -61,6 +61,6 @@ def test_stats_sum_over_sessions_and_their_pools():
         assert held.result(WAIT).content[0].text == "a"
         assert queued.result(WAIT).content[0].text == "queued"
         assert roots_call.result(WAIT).structured_content["result"] == 0
-        wait_until(lambda: server.stats().inbound_in_flight == 0 and server.stats().handlers_running == 0)
+        wait_until(lambda: server.stats().inbound_in_flight == 0 and server.stats().handlers_running == 0, "the server to finish every request")
         assert server.stats().outbound_in_flight == 0
     assert server.stats().sessions == 0

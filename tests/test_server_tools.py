@@ -15,7 +15,11 @@ from pydantic import BaseModel, Field
 
 from mcp_sync import CancelToken, Cancelled, Context, McpError, Server
 from mcp_sync.server.pagination import decode_cursor, encode_cursor
-from mcp_helpers import WAIT, connected, responses_to, wait_event, with_method
+
+from support.messages import responses_to, with_method
+from support.probes import HandlerProbe
+from support.sessions import connected
+from support.waiting import WAIT, wait_event
 
 
 def tool_by_name(client, name: str) -> mcp_types.Tool:
@@ -409,19 +413,9 @@ def test_list_changed_goes_to_every_connected_client():
 
 
 # -- Context: cancellation ------------------------------------------------------------------------
-class Probe:
-    """What a gated handler saw, with events to synchronise on."""
-
-    def __init__(self) -> None:
-        self.started = threading.Event()
-        self.finished = threading.Event()
-        self.release = threading.Event()
-        self.values: dict[str, Any] = {}
-
-
 def test_context_sees_the_clients_cancellation():
     server = Server("ctx")
-    probe = Probe()
+    probe = HandlerProbe()
     callback_calls: list[str] = []
     callback_ran = threading.Event()
 

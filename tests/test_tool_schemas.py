@@ -16,7 +16,10 @@ import pytest
 from pydantic import BaseModel
 
 from mcp_sync import Context, McpError, Server
-from mcp_helpers import WAIT, connected
+
+from support.sessions import connected
+from support.waiting import WAIT
+
 
 DRAFT_2020_12 = "https://json-schema.org/draft/2020-12/schema"
 

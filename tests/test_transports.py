@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from endpoint_support import WAIT, wait_until
 from mcp_sync.errors import Cancelled
+
 from mcp_sync.endpoint import Endpoint
 from mcp_sync.errors import ConnectionClosed
 from mcp_sync.transports.base import FdLineReader, Transport
@@ -24,7 +24,10 @@ from mcp_sync.transports.memory import MemoryTransport, memory_pair
 from mcp_sync.transports.stdio import StdioTransport
 from mcp_sync.transports.subprocess import SubprocessTransport
 
-PEERS = Path(__file__).parent / "peers"
+from support.paths import PEERS
+from support.waiting import WAIT, wait_until
+
+
 ECHO = str(PEERS / "echo_peer.py")
 ENDPOINT_PEER = str(PEERS / "endpoint_peer.py")
 UNICODE = "h\u00e9llo w\u00f6rld \u2713 \u65e5\u672c \U0001f600 \u00df"
@@ -186,7 +189,7 @@ def test_child_ignoring_sigterm_gets_sigkill(spawn, caplog):
 def test_stderr_capture(spawn):
     transport = spawn(ECHO, stderr="capture")
     assert read_line_within(transport) == b"ready"
-    wait_until(lambda: len(transport.stderr_lines) >= 2, message="stderr lines were not captured")
+    wait_until(lambda: len(transport.stderr_lines) >= 2, "two stderr lines to be captured")
     transport.close()
     assert list(transport.stderr_lines) == ["peer ready", "st\u00f6rr \u65e5\u672c"]
 
@@ -404,7 +407,7 @@ def test_stdio_close_wakes_a_blocked_reader(pipes):
     box: list = []
     thread = threading.Thread(target=lambda: box.append(transport.read_line()))
     thread.start()
-    wait_until(lambda: thread.is_alive())
+    wait_until(lambda: thread.is_alive(), "the thread to start")
     transport.close()
     thread.join(WAIT)
     assert not thread.is_alive(), "close() did not wake the reader"

@@ -18,7 +18,10 @@ import pytest
 
 from mcp_sync import Client, Context, Server
 from mcp_sync.results import CLIENT_REQUEST_RESULTS, SERVER_REQUEST_RESULTS
-from mcp_helpers import WAIT, FakeServer, as_wire, connected, wait_event
+
+from support.messages import as_wire
+from support.sessions import connected, FakeServer
+from support.waiting import WAIT, wait_event
 
 
 def full_server() -> Server:

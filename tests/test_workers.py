@@ -8,10 +8,9 @@ import threading
 
 import pytest
 
-from endpoint_support import WAIT, wait_until
-
 from mcp_sync.workers import PoolStats, WorkerPool
 
+from support.waiting import WAIT, wait_until
 
 
 @pytest.fixture
@@ -33,7 +32,7 @@ def test_workers_exit_when_idle_so_an_idle_pool_holds_no_thread(pools):
     done = threading.Event()
     pool.submit(done.set)
     assert done.wait(WAIT)
-    wait_until(lambda: pool.stats().threads == 0, message="an idle worker did not exit")
+    wait_until(lambda: pool.stats().threads == 0, "the idle worker to exit")
     assert not [t for t in threading.enumerate() if t.name.startswith("idle-worker-")]
     # and it starts again on demand
     again = threading.Event()
@@ -61,7 +60,7 @@ def test_the_pool_never_exceeds_max_workers_and_queues_in_order(pools):
     assert (stats.max_workers, stats.threads, stats.busy, stats.idle, stats.queued) == (2, 2, 2, 0, 5)
     assert stats.longest_wait >= 0.0
     release.set()
-    wait_until(lambda: len(order) == 5)
+    wait_until(lambda: len(order) == 5, "the five queued tasks to run")
     assert order == [0, 1, 2, 3, 4]
     final = pool.stats()
     assert final.queued == 0 and final.busy == 0 and final.longest_wait == 0.0
@@ -217,11 +216,11 @@ def test_every_task_runs_once_while_workers_come_and_go(pools, fast_switching):
         thread.start()
     for thread in submitters:
         thread.join(WAIT * 4)
-    wait_until(lambda: len(ran) >= 1200, message="tasks lost")
+    wait_until(lambda: len(ran) >= 1200, "every task to run")
     assert sorted(ran) == [k * 1000 + i for k in range(4) for i in range(300)]
     assert active[1] <= 3
     assert len(names) > 3, "no worker ever exited and was replaced"
-    wait_until(lambda: pool.stats().threads == 0, message="workers left after the bursts")
+    wait_until(lambda: pool.stats().threads == 0, "the workers to exit after the bursts")
 
 
 class TimesOutWhileNotified(threading.Condition):
@@ -259,3 +258,49 @@ def test_a_task_submitted_as_an_idle_worker_times_out_is_not_lost(pools):
     pool.submit(second.set)  # sees an idle worker: starts none, just notifies
     cond.go_on.set()  # the worker's wait "times out" with the task queued
     assert second.wait(WAIT), "the task was left in the queue with no worker"
+
+
+def test_max_workers_must_be_positive():
+    with pytest.raises(ValueError):
+        WorkerPool(0, "none")
+
+
+def test_an_idle_worker_takes_the_next_task_instead_of_a_new_thread(pools):
+    pool = pools(4, "reuse", idle_timeout=WAIT, wait_warning=None)
+    names: list[str] = []
+    for n in range(5):
+        done = threading.Event()
+        pool.submit(lambda: (names.append(threading.current_thread().name), done.set()))
+        assert done.wait(WAIT)
+        wait_until(lambda: pool.stats().idle == 1, f"the worker to be idle after task {n}")
+    assert names == ["reuse-worker-1"] * 5
+    assert pool.stats().threads == 1
+
+
+def test_shutdown_runs_the_queued_tasks_before_the_workers_exit():
+    pool = WorkerPool(1, "drain", wait_warning=None)
+    running = threading.Event()
+    ran: list[int] = []
+
+    def refuses_work() -> bool:
+        try:
+            pool.submit(lambda: None)
+        except RuntimeError:
+            return True
+        return False
+
+    def first() -> None:
+        running.set()
+        wait_until(refuses_work, "shutdown to begin")  # the tasks below are still queued then
+
+    pool.submit(first)
+    assert running.wait(WAIT)
+    for n in range(3):
+        pool.submit(ran.append, n)
+    leftover: list[list[threading.Thread]] = []
+    closer = threading.Thread(target=lambda: leftover.append(pool.shutdown(WAIT)))
+    closer.start()
+    closer.join(WAIT * 2)
+    assert leftover == [[]]
+    assert ran == [0, 1, 2]
+    assert pool.stats().threads == 0

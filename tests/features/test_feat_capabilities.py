@@ -6,7 +6,11 @@ from __future__ import annotations
 import pytest
 
 from mcp_sync import CapabilityError, McpError, Server
-from feature_support import WAIT, Collector, pair
+
+from support.probes import Collector
+from support.sessions import pair
+from support.waiting import WAIT
+
 
 GATED = ("resources/", "prompts/", "completion/")
 

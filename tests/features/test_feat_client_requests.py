@@ -4,7 +4,7 @@ nesting: when the handler's own request is cancelled (or a nested request times 
 nested request is cancelled on the wire, the client's handler sees its token fire, and the
 client writes no response for it.
 
-The "no response was written" checks use one worker on each side (see feature_support): a
+The "no response was written" checks use one worker on each side (see support.sessions): a
 follow-up request is handled only after the cancelled one is completely finished, so once its
 answer is back, anything the cancelled request could have written is already recorded.
 """
@@ -21,8 +21,12 @@ from typing import Any, Optional
 import pytest
 
 from mcp_sync import Cancelled, Context, McpError, Server
-from feature_support import WAIT, Collector, cancels_of, notifications, pair, requests, responses, wait_event
-from mcp_helpers import as_wire
+
+from support.messages import as_wire, cancels_of, notifications, requests, responses_to
+from support.probes import Collector
+from support.sessions import pair
+from support.waiting import WAIT, wait_event
+
 
 SAMPLE = {"role": "assistant", "content": {"type": "text", "text": "sampled!"}, "model": "test-model", "stopReason": "endTurn"}
 SCHEMA = {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}
@@ -310,7 +314,7 @@ def test_nested_request_timeout_cancels_it_on_the_wire_and_the_client_never_answ
                 assert "timed out" in blocker.seen["reason"]
             # follow-up nested request: with one client worker it runs after the cancelled one
             assert json.loads(tool_text(p.client.call_tool("ask", {"kind": "roots"}, timeout=WAIT))) == [{"uri": "file:///workspace"}]
-            assert responses(p.client_wire.snapshot()[0], nested["id"]) == [], "the client answered a cancelled request"
+            assert responses_to(p.client_wire.snapshot()[0], nested["id"]) == [], "the client answered a cancelled request"
             assert p.session.endpoint.dropped["late response after cancellation"] == 0
     finally:
         blocker.release.set()
@@ -337,8 +341,8 @@ def test_cancelling_the_tool_cancels_its_nested_roots_request_on_the_wire():
             # one worker on each side: both follow-ups run after the cancelled work is done
             assert json.loads(tool_text(p.client.call_tool("ask", {"kind": "roots"}, timeout=WAIT))) == [{"uri": "file:///workspace"}]
             assert state["tool_saw"] == ["Cancelled", "ok"]
-            assert responses(p.client_wire.snapshot()[0], nested["id"]) == [], "the client answered the cancelled roots/list"
-            assert responses(p.server_wire.snapshot()[0], call.request_id) == [], "the server answered the cancelled tool call"
+            assert responses_to(p.client_wire.snapshot()[0], nested["id"]) == [], "the client answered the cancelled roots/list"
+            assert responses_to(p.server_wire.snapshot()[0], call.request_id) == [], "the server answered the cancelled tool call"
             assert p.session.endpoint.dropped["late response after cancellation"] == 0
             assert p.client.endpoint.dropped["late response after cancellation"] == 0
             # the nested request is cancelled exactly once, and never by the client
@@ -367,8 +371,8 @@ def test_cancelling_the_tool_fires_the_client_handlers_token_and_the_client_neve
 
         assert json.loads(tool_text(p.client.call_tool("ask", {"kind": "roots"}, timeout=WAIT))) == [{"uri": "file:///workspace"}]
         assert state["tool_saw"] == ["Cancelled", "ok"]
-        assert responses(p.client_wire.snapshot()[0], nested["id"]) == [], f"the client answered the cancelled {method}"
-        assert responses(p.server_wire.snapshot()[0], call.request_id) == []
+        assert responses_to(p.client_wire.snapshot()[0], nested["id"]) == [], f"the client answered the cancelled {method}"
+        assert responses_to(p.server_wire.snapshot()[0], call.request_id) == []
         assert p.session.endpoint.dropped["late response after cancellation"] == 0
 
 

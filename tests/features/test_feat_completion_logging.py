@@ -7,7 +7,12 @@ import logging
 import pytest
 
 from mcp_sync import Context, McpError, Server
-from feature_support import WAIT, Collector, notifications, pair
+
+from support.messages import notifications
+from support.probes import Collector
+from support.sessions import pair
+from support.waiting import WAIT
+
 
 INVALID_PARAMS = -32602
 LANGUAGES = ["python", "perl", "php", "rust", "ruby", "go"]

@@ -10,7 +10,12 @@ from typing import Annotated, Optional
 import pytest
 
 from mcp_sync import Context, McpError, Server
-from feature_support import WAIT, Collector, notifications, pair, responses, wait_event
+
+from support.messages import notifications, responses_to
+from support.probes import Collector
+from support.sessions import pair
+from support.waiting import WAIT, wait_event
+
 
 INVALID_PARAMS = -32602
 
@@ -229,5 +234,5 @@ def test_cancelled_prompt_get_fires_the_token_and_writes_no_response():
             call.result(WAIT)
         # one worker: this answer is written only after the cancelled request is fully done
         assert text_of(p.client.get_prompt("quick", timeout=WAIT).messages[0]) == "quick"
-        assert responses(p.server_wire.snapshot()[0], call.request_id) == []
+        assert responses_to(p.server_wire.snapshot()[0], call.request_id) == []
         assert p.client.endpoint.dropped["late response after cancellation"] == 0

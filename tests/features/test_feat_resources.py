@@ -12,7 +12,13 @@ import threading
 import pytest
 
 from mcp_sync import Client, Context, McpError, Server, memory_pair
-from feature_support import WAIT, Collector, Wire, notifications, pair, responses, wait_event
+
+from support.messages import notifications, responses_to
+from support.probes import Collector
+from support.recording import RecordingTransport
+from support.sessions import pair
+from support.waiting import WAIT, wait_event
+
 
 RESOURCE_NOT_FOUND = -32002
 INVALID_PARAMS = -32602
@@ -221,7 +227,7 @@ class TwoClients:
         self.handles = []
         self.clients: list[Client] = []
         self.notes: list[Collector] = []
-        self.wires: list[Wire] = []
+        self.wires: list[RecordingTransport] = []
 
     def __enter__(self) -> TwoClients:
         try:
@@ -230,7 +236,7 @@ class TwoClients:
                 self.ends.append(client_end)
                 self.handles.append(self.server.serve_in_thread(server_end))
                 notes = Collector()
-                wire = Wire(client_end)
+                wire = RecordingTransport(client_end)
                 self.clients.append(Client.connect(wire, on_notification=notes, init_timeout=WAIT))
                 self.notes.append(notes)
                 self.wires.append(wire)
@@ -248,7 +254,7 @@ class TwoClients:
             handle.stop()
 
 
-def updates(wire: Wire) -> list[str]:
+def updates(wire: RecordingTransport) -> list[str]:
     return [m["params"]["uri"] for m in notifications(wire.snapshot()[1], "notifications/resources/updated")]
 
 
@@ -373,7 +379,7 @@ def test_cancelled_resource_read_fires_the_token_and_writes_no_response():
 
         assert p.client.read_resource("fast://thing", timeout=WAIT).contents[0].text == "fast"
         sent = p.server_wire.snapshot()[0]
-        assert responses(sent, call.request_id) == [], "a cancelled read must never be answered"
+        assert responses_to(sent, call.request_id) == [], "a cancelled read must never be answered"
         assert p.client.endpoint.dropped["late response after cancellation"] == 0
         cancels = [m for m in p.client_wire.snapshot()[0] if m.get("method") == "notifications/cancelled"]
         assert cancels == [

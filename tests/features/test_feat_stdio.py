@@ -1,4 +1,4 @@
-"""The MCP features over a real stdio subprocess (tests/features/servers/feature_server.py):
+"""The MCP features over a real stdio subprocess (tests/peers/feature_server.py):
 one broad round trip, plus cancellation of a resource read and of a nested sampling request
 across the process boundary."""
 
@@ -14,10 +14,16 @@ from typing import Any
 import pytest
 
 from mcp_sync import Client, Context, McpError, SubprocessTransport
-from feature_support import REPO_ROOT, SERVERS, WAIT, Collector, Wire, cancels_of, requests, responses, wait_event
 
-SERVER = str(SERVERS / "feature_server.py")
-ENV = {"PYTHONPATH": str(REPO_ROOT)}
+from support.messages import cancels_of, requests, responses_to
+from support.paths import PEERS, ROOT
+from support.probes import Collector
+from support.recording import RecordingTransport
+from support.waiting import WAIT, wait_event
+
+
+SERVER = str(PEERS / "feature_server.py")
+ENV = {"PYTHONPATH": str(ROOT)}
 STDIO_WAIT = 15.0  # first requests pay for the child's imports
 
 
@@ -82,8 +88,8 @@ def test_features_round_trip_over_stdio(tmp_path):
         assert roots == [{"uri": tmp_path.as_uri()}]
 
 
-def spawn(**options: Any) -> tuple[Client, Wire]:
-    wire = Wire(SubprocessTransport([sys.executable, SERVER], env=ENV))
+def spawn(**options: Any) -> tuple[Client, RecordingTransport]:
+    wire = RecordingTransport(SubprocessTransport([sys.executable, SERVER], env=ENV))
     try:
         return Client.connect(wire, init_timeout=STDIO_WAIT, **options), wire
     except BaseException:
@@ -106,7 +112,7 @@ def test_cancelled_resource_read_over_stdio_stops_the_handler_and_gets_no_respon
         # completely done, so a response to it would already have arrived
         assert client.read_resource("config://app", timeout=WAIT).contents[0].text == "mode=stdio"
         client.ping(timeout=WAIT)
-        assert responses(wire.snapshot()[1], call.request_id) == []
+        assert responses_to(wire.snapshot()[1], call.request_id) == []
         assert client.endpoint.dropped["late response after cancellation"] == 0
 
 
@@ -150,4 +156,4 @@ def test_nested_sampling_cancelled_over_stdio_fires_the_client_handler_token_and
 
         follow_up = client.call_tool("ask_sampling", {}, timeout=WAIT)
         assert follow_up.structured_content["content"]["text"] == "quick"
-        assert responses(wire.snapshot()[0], nested_id) == [], "the client answered a cancelled sampling request"
+        assert responses_to(wire.snapshot()[0], nested_id) == [], "the client answered a cancelled sampling request"

@@ -1,4 +1,4 @@
-"""Fixtures of the Streamable HTTP tests; the helpers live in ``http_support``."""
+"""Fixtures of the Streamable HTTP tests; the helpers live in ``support.http``."""
 
 from __future__ import annotations
 
@@ -7,17 +7,18 @@ from typing import Any, Callable, Iterator
 
 import pytest
 
-from http_support import Probe, RawSession, Wire
-
 from mcp_sync import Server
 from mcp_sync.http import HttpServerHandle, McpWsgiApp, serve_http
 from mcp_sync.http.session_transport import HttpSessionTransport
 from mcp_sync.http.sse import EventStream
 
+from support.http import RawSession, Wire
+from support.probes import GateProbe
+
 
 @pytest.fixture
-def probe() -> Probe:
-    return Probe()
+def probe() -> GateProbe:
+    return GateProbe()
 
 
 @pytest.fixture

@@ -6,10 +6,10 @@ bounded read failed) and the session counted it in flight for ever, so it never 
 
 from __future__ import annotations
 
-from http_support import single_answer
-
 from mcp_sync import Server
 from mcp_sync.jsonrpc import INTERNAL_ERROR
+
+from support.http import single_answer
 
 
 def test_system_exit_in_a_handler_is_answered_and_the_session_is_idle_again(serve, raw):

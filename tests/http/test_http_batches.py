@@ -8,9 +8,14 @@ from typing import Any
 
 import pytest
 
-from http_support import WAIT, RawSession, call_tool, make_server, notification, request
 
 from mcp_sync.http import McpWsgiApp
+
+
+from support.http import make_server, RawSession
+from support.messages import call_tool, notification, request
+from support.waiting import WAIT
+
 
 OLD = "2025-03-26"
 JSON_ONLY = "application/json"

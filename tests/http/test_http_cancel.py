@@ -10,15 +10,10 @@ from __future__ import annotations
 
 import threading
 
-from http_support import (
-    WAIT,
-    Sse,
-    call_tool,
-    initialize_request,
-    join_new_threads,
-    make_server,
-    notification,
-)
+from support.http import make_server, Sse
+from support.messages import call_tool, initialize_request, notification
+from support.threads import join_new_threads
+from support.waiting import WAIT
 
 
 def cancel(request_id, reason="test cancels"):

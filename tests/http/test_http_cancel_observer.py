@@ -6,29 +6,15 @@ from __future__ import annotations
 import threading
 from typing import Any, Callable
 
-from http_support import WAIT
 from mcp_sync import Client, Context, Server
 from mcp_sync.http.embedded_server import HttpServerHandle
 
-
-class Observed:
-    def __init__(self) -> None:
-        self.seen: list[tuple[Any, Any]] = []
-        self.changed = threading.Condition()
-
-    def __call__(self, request_id: Any, reason: Any) -> None:
-        with self.changed:
-            self.seen.append((request_id, reason))
-            self.changed.notify_all()
-
-    def wait_for(self, count: int) -> list[tuple[Any, Any]]:
-        with self.changed:
-            assert self.changed.wait_for(lambda: len(self.seen) >= count, WAIT), f"saw only {self.seen}"
-            return list(self.seen)
+from support.probes import ObservedCancels
+from support.waiting import WAIT
 
 
 def test_both_observers_see_the_cancellations_over_http(serve: Callable[..., HttpServerHandle]) -> None:
-    server_seen, client_seen = Observed(), Observed()
+    server_seen, client_seen = ObservedCancels(), ObservedCancels()
     server = Server("observed", on_cancelled=server_seen)
     asked, release = threading.Event(), threading.Event()
 
@@ -48,8 +34,8 @@ def test_both_observers_see_the_cancellations_over_http(serve: Callable[..., Htt
             pending = client.call_tool_future("ask")
             assert asked.wait(WAIT), "the server did not ask for roots"
             pending.cancel("user stop")
-            assert server_seen.wait_for(1) == [(pending.request_id, "user stop")]
-            ((_, reason),) = client_seen.wait_for(1)
+            assert [(i, r) for i, r, _ in server_seen.wait_for(1)] == [(pending.request_id, "user stop")]
+            ((_, reason, _),) = client_seen.wait_for(1)
             assert reason, client_seen.seen
             release.set()  # before close(), which waits for the roots handler
     finally:

@@ -8,8 +8,10 @@ import io
 import socket
 import threading
 
-from http_support import WAIT
 from mcp_sync.cli.check_cancel import ServerUnavailable, run_checks
+
+
+from support.waiting import WAIT
 
 
 def test_check_cancel_of_a_server_that_never_answers_ends_saying_so():

@@ -18,8 +18,11 @@ from typing import Any
 
 import pytest
 
-from http_support import WAIT, Probe, make_server
-from mcp_helpers import as_wire, wait_until
+from support.http import make_server
+from support.messages import as_wire
+from support.probes import GateProbe
+from support.waiting import WAIT, wait_until
+
 
 # the names of the threads an HTTP client starts
 CLIENT_THREADS = ("mcp_sync-http-stream", "mcp_sync-http-get", "mcp_sync-http-request", "mcp_sync-http-sender")
@@ -39,7 +42,7 @@ from mcp_sync.errors import HttpError, SessionEnded
 from mcp_sync.http.client_transport import HttpClientTransport, ReconnectPolicy
 
 
-def full_server(probe: Probe, **options: Any) -> Server:
+def full_server(probe: GateProbe, **options: Any) -> Server:
     """The standard test tools plus tools that make requests to the client."""
     server = make_server(probe, **options)
 

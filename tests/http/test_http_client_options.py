@@ -16,12 +16,13 @@ from typing import Any, Iterator
 import httpx
 import pytest
 
-from http_support import WAIT, Probe, make_server
-
 from mcp_sync import Client, ConnectionClosed, McpError
 from mcp_sync.http import serve_http
 from mcp_sync.errors import HttpError, RequestNotSent
 from mcp_sync.http.client_transport import HttpClientTransport, ReconnectPolicy
+
+from support.http import make_server
+from support.waiting import WAIT
 
 
 class RefreshingAuth(httpx.Auth):

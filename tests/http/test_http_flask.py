@@ -14,17 +14,20 @@ from typing import Any, Callable, Iterator
 import httpx
 import pytest
 
-from http_support import WAIT, Probe, make_server, run_waitress
-
 from mcp_sync import Cancelled, Client
 from mcp_sync.http import McpWsgiApp, serve_http
+
+from support.http import make_server, run_waitress
+from support.probes import GateProbe
+from support.waiting import WAIT
+
 
 flask = pytest.importorskip("flask")
 from werkzeug.middleware.dispatcher import DispatcherMiddleware
 from werkzeug.serving import make_server as werkzeug_server
 
 
-def build_app(probe: Probe) -> tuple[Any, McpWsgiApp]:
+def build_app(probe: GateProbe) -> tuple[Any, McpWsgiApp]:
     """A Flask app with its own routes and the MCP server mounted at /mcp."""
     mcp_app = make_server(probe, name="flask-mounted").wsgi_app()  # any path: it is mounted
     web = flask.Flask("legacy-web-app")

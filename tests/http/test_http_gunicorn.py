@@ -13,12 +13,16 @@ from typing import Iterator
 import httpx
 import pytest
 
-from http_support import ACCEPT_BOTH, PROTOCOL_VERSION, WAIT, call_tool, initialize_request, notification
-from proc_helpers import PYTHON, ROOT, Proc
+from support.http import ACCEPT_BOTH
+from support.messages import PROTOCOL_VERSION, call_tool, initialize_request, notification
+from support.paths import PYTHON, ROOT
+from support.processes import Proc
+from support.waiting import WAIT
+
 
 pytest.importorskip("gunicorn")
 
-MAX_BODY_BYTES = 2048  # as in tests/servers/gunicorn_app.py
+MAX_BODY_BYTES = 2048  # as in tests/peers/gunicorn_app.py
 
 
 @pytest.fixture
@@ -26,7 +30,7 @@ def gunicorn_url() -> Iterator[str]:
     argv = [
         PYTHON, "-m", "gunicorn", "-k", "gthread", "--workers", "1", "--threads", "4",
         "--bind", "127.0.0.1:0", "--no-control-socket", "--graceful-timeout", "1",
-        "--pythonpath", str(ROOT / "tests" / "servers"), "gunicorn_app:app",
+        "--pythonpath", str(ROOT / "tests" / "peers"), "gunicorn_app:app",
     ]  # fmt: skip
     with Proc(argv) as proc:
         line = proc.wait_for("stderr", "Listening at: ", 30)

@@ -16,7 +16,6 @@ import json
 import os
 import selectors
 import subprocess
-import sys
 import threading
 import time
 import uuid
@@ -27,17 +26,20 @@ from typing import Any, Callable
 import httpx
 import pytest
 
-from http_support import WAIT, Probe, make_server
-from mcp_helpers import as_wire
-
 from mcp_sync import Cancelled, Client, ConnectionClosed, Context, RequestTimeout
 from mcp_sync.errors import McpError
 from mcp_sync.errors import SessionEnded
 
+from support.http import make_server
+from support.interop import wait_for_marker
+from support.messages import as_wire
+from support.paths import PEERS, PYTHON
+from support.probes import GateProbe
+from support.waiting import WAIT
+
+
 pytestmark = pytest.mark.interop
 
-PEERS = Path(__file__).resolve().parent / "peers"
-PYTHON = sys.executable
 START_LIMIT = 60.0
 """Bound for a peer process to start (importing the SDK is slow on a loaded machine)."""
 
@@ -46,18 +48,6 @@ def _peer_env(**extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("PEER_")}
     env.update(extra)
     return env
-
-
-def _wait_for_marker(path: Path, line: str, limit: float = 10.0) -> list[str]:
-    """Poll the peer's marker file (an external process's output) until ``line`` appears."""
-    end = time.monotonic() + limit
-    while True:
-        lines = path.read_text().splitlines() if path.exists() else []
-        if line in lines:
-            return lines
-        if time.monotonic() >= end:
-            raise AssertionError(f"{line!r} not in the peer's markers within {limit} s: {lines}")
-        time.sleep(0.05)  # polling an external process's output, bounded by `limit`
 
 
 # -- the official server -------------------------------------------------------------------------
@@ -170,7 +160,7 @@ def test_our_client_cancels_a_call_on_the_official_server(official_server):
         assert future.cancel("test cancels") is True
         with pytest.raises(Cancelled):
             future.result(WAIT)
-        markers = _wait_for_marker(official_server.events, f"CANCELLED slow {tag}")
+        markers = wait_for_marker(official_server.events, f"CANCELLED slow {tag}")
         assert f"FINISHED slow {tag}" not in markers
         # the connection is fine afterwards (the SDK's courtesy error answer, if any, is dropped)
         assert client.call_tool("echo", {"text": "after"}).content[0].text == "after"
@@ -184,7 +174,7 @@ def test_our_client_times_out_a_call_on_the_official_server(official_server):
         with pytest.raises(RequestTimeout):
             client.call_tool("slow", {"seconds": 30, "steps": 300, "tag": tag}, timeout=1.0)
         assert time.monotonic() - started < WAIT
-        markers = _wait_for_marker(official_server.events, f"CANCELLED slow {tag}")
+        markers = wait_for_marker(official_server.events, f"CANCELLED slow {tag}")
         assert f"FINISHED slow {tag}" not in markers
 
 
@@ -255,7 +245,7 @@ class RecordingApp:
 @dataclass
 class OfficialClientRun:
     output: dict[str, Any]
-    probe: Probe
+    probe: GateProbe
     exchanges: list[dict[str, Any]]
     pushed: list[dict[str, Any]]
     sessions_after: int
@@ -281,7 +271,7 @@ def official_client_run(tmp_path_factory: pytest.TempPathFactory) -> OfficialCli
     """Runs the official client's script once against our server; stops everything."""
     from mcp_sync.http.sse import EventStream
 
-    probe = Probe()
+    probe = GateProbe()
     server = make_server(probe, name="mcp-sync-under-test")
     nested: dict[str, Any] = {}
 
@@ -428,7 +418,7 @@ def test_official_client_reconnects_after_our_stream_lifetime_and_misses_nothing
     away (its reconnect held at a gate) reaches it."""
     from mcp_sync.http import serve_http
 
-    server = make_server(Probe(), name="lifetime")
+    server = make_server(GateProbe(), name="lifetime")
     held, release = threading.Event(), threading.Event()
     resumes: list[str] = []
 

@@ -20,12 +20,13 @@ from typing import Any, Iterator
 
 import pytest
 
-from http_support import WAIT
-
 from mcp_sync import Client, PeerMisbehaved
 from mcp_sync.http import serve_http
 from mcp_sync.errors import ResponseTooLarge
 from mcp_sync.http.client_transport import ReconnectPolicy
+
+from support.waiting import WAIT
+
 
 HUGE = 256 * 1024 * 1024
 CHUNK = b"x" * (1024 * 1024)

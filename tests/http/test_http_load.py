@@ -17,12 +17,13 @@ from typing import Any, Callable, Iterator
 
 import pytest
 
-from endpoint_support import wait_until
-from http_support import WAIT, Wire, run_waitress
-
 from mcp_sync import Cancelled, Client, Context, RequestTimeout, Server, ServerSession
 from mcp_sync.http import McpWsgiApp, serve_http
 from mcp_sync.http.session_transport import HttpSessionTransport
+
+from support.http import run_waitress, Wire
+from support.waiting import WAIT, wait_until
+
 
 CLIENTS = 20
 CALLS = 100
@@ -174,7 +175,7 @@ def test_twenty_clients_with_random_cancellations(site, wire: Wire):
     url, app, ledger = site
     # warm-up, numbered apart: imports, the server's threads, the allocator's pools
     run_round(url, ledger, CLIENTS, 5, first=10 * CLIENTS * CALLS)
-    wait_until(lambda: app.stats().sessions == 0 and app.stats().pool.threads == 0, message="warm-up left work behind")
+    wait_until(lambda: app.stats().sessions == 0 and app.stats().pool.threads == 0, "the warm-up's sessions and workers to end")
     threads_before = threading.active_count()
     rss_before = rss_bytes()
     wire.pushed.clear()
@@ -203,10 +204,10 @@ def test_twenty_clients_with_random_cancellations(site, wire: Wire):
     assert ledger.saw_cancel, "no handler ever saw a cancellation"
 
     # nothing left behind: sessions ended, nothing in flight, threads back to baseline
-    wait_until(lambda: app.stats().sessions == 0 and app.stats().pool.threads == 0, message="sessions or workers left")
+    wait_until(lambda: app.stats().sessions == 0 and app.stats().pool.threads == 0, "every session and worker to end")
     stats = app.stats()
     assert (stats.inbound_in_flight, stats.outbound_in_flight, stats.pool.queued, stats.pool.busy) == (0, 0, 0, 0)
-    wait_until(lambda: threading.active_count() <= threads_before, message="threads above the baseline")
+    wait_until(lambda: threading.active_count() <= threads_before, "the thread count to return to the baseline")
     gc.collect()
     leaked = [o for o in gc.get_objects() if isinstance(o, (ServerSession, HttpSessionTransport))]
     assert not leaked, f"{len(leaked)} session objects outlived their sessions"

@@ -9,10 +9,11 @@ from __future__ import annotations
 import json
 
 import pytest
-from http_support import single_answer
 
 from mcp_sync import Server
 from mcp_sync.jsonrpc import INVALID_REQUEST, MAX_NESTING_DEPTH
+
+from support.http import single_answer
 
 
 def _nested(depth: int) -> str:

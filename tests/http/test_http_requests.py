@@ -12,9 +12,12 @@ from typing import Iterator
 import httpx
 import pytest
 
-from http_support import WAIT, call_tool, initialize_request, make_server
 from mcp_sync import Server
 from mcp_sync.http import McpWsgiApp, serve_http
+
+from support.http import make_server
+from support.messages import call_tool, initialize_request
+from support.waiting import WAIT
 
 
 def chunks(body: bytes, size: int = 7) -> Iterator[bytes]:

@@ -14,10 +14,14 @@ import threading
 import time
 import pytest
 
-from http_support import WAIT, Sse, call_tool, make_server
-from mcp_helpers import wait_until
 from mcp_sync.http import McpWsgiApp, serve_http
 from mcp_sync.http.embedded_server import CONNECTION_THREAD_NAME, DEFAULT_BACKLOG
+
+
+from support.http import make_server, Sse
+from support.messages import call_tool
+from support.waiting import WAIT, wait_until
+
 
 def _burst() -> int:
     """Simultaneous connects of the backlog test: 200 (resets were seen from 120), or fewer
@@ -189,7 +193,7 @@ def test_connections_beyond_the_cap_wait_in_the_backlog(probe, trickle):
         slow = trickle(handle.port, 7)
         wait_until(lambda: handle.peak_connections == 3, "the server to take 3 slow connections")
         # the first three time out, the next three are taken, and so on: all end
-        wait_until(slow.all_closed_by_server, "the server to close all 7 slow connections, 3 at a time", WAIT * 2)
+        wait_until(slow.all_closed_by_server, "the server to close all 7 slow connections, 3 at a time", timeout=WAIT * 2)
         assert handle.peak_connections == 3  # counted from accept to the end of the connection's thread
         wait_until(lambda: len(connection_threads()) == baseline, "the connection threads to end")
 

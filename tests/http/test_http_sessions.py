@@ -14,24 +14,20 @@ from typing import Any, Callable
 import httpx
 import pytest
 
-from endpoint_support import wait_until
-from http_support import (
-    WAIT,
-    Probe,
-    call_tool,
-    initialize_request,
-    make_server,
-    request,
-)
-
 from mcp_sync import Context, Server
 from mcp_sync.http import McpWsgiApp, serve_http
+
+from support.http import make_server
+from support.messages import call_tool, initialize_request, request
+from support.probes import GateProbe
+from support.waiting import WAIT, wait_until
+
 
 JSON_ONLY = "application/json"
 
 
 
-def stubborn_server(probe: Probe, **options: Any) -> Server:
+def stubborn_server(probe: GateProbe, **options: Any) -> Server:
     """The test tools, plus ``stubborn``: a handler that ignores its cancellation."""
     server = make_server(probe, **options)
 
@@ -68,7 +64,7 @@ def test_many_sessions_share_one_bounded_pool_and_idle_sessions_hold_no_thread(p
     # 500 more sessions cost at most the pool's 4 threads (and the server's connection threads)
     assert threading.active_count() <= baseline + 4 + 2, threading.active_count() - baseline
     # and once the work is done, the pool's threads exit: idle sessions own no thread at all
-    wait_until(lambda: app.stats().pool.threads == 0, message="the pool kept idle threads")
+    wait_until(lambda: app.stats().pool.threads == 0, "the pool's idle threads to exit")
     assert app.stats().sessions == 501
 
 
@@ -83,7 +79,7 @@ def test_handlers_of_different_sessions_run_on_the_apps_pool(probe, serve, raw):
     worker_names = {t.name for t in threading.enumerate() if t.name.startswith("mcp_sync-http-worker-")}
     assert len(worker_names) == 2  # both handlers on the app's pool, none on a session's own
     third = second.open(call_tool("touch", {"tag": "t"}, 2))  # queued: both workers are busy
-    wait_until(lambda: app.stats().pool.queued == 1)
+    wait_until(lambda: app.stats().pool.queued == 1, "one request to wait in the pool's queue")
     assert not probe.event("t").is_set()
     probe.release("a")
     assert probe.event("t").wait(WAIT)  # the freed worker takes the queued request
@@ -105,7 +101,7 @@ def test_a_request_waiting_for_the_shared_pool_is_logged_with_the_pools_state(pr
     queued = session.open(call_tool("touch", {"tag": "late"}, 2))
     wait_until(
         lambda: any("1 of 1 workers busy" in r.getMessage() for r in caplog.records if r.name == "mcp_sync.workers"),
-        message="a warning for the request waiting for a worker",
+        "a warning for the request waiting for a worker",
     )
     stats = app.stats().pool
     assert (stats.queued, stats.busy, stats.max_workers) == (1, 1, 1) and stats.longest_wait >= 0.05
@@ -123,13 +119,13 @@ def test_a_request_cancelled_while_queued_on_the_shared_pool_never_runs(probe, s
     blocker = busy.open(call_tool("gated", {"tag": "block"}, 1))
     assert probe.started("block").wait(WAIT)
     queued = waiting.open(call_tool("touch", {"tag": "never"}, 7))
-    wait_until(lambda: app.stats().pool.queued == 1)
+    wait_until(lambda: app.stats().pool.queued == 1, "one request to wait in the pool's queue")
     answer = waiting.post({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 7}})
     assert answer.status_code == 202
     assert queued.rest() == []  # the stream ends with no response
     probe.release("block")
     assert [m["id"] for _, m in blocker.rest()] == [1]
-    wait_until(lambda: app.stats().pool.queued == 0 and app.stats().pool.busy == 0)
+    wait_until(lambda: app.stats().pool.queued == 0 and app.stats().pool.busy == 0, "the pool to go idle")
     assert not probe.event("never").is_set()
     assert wire.responses(7) == []
 
@@ -142,7 +138,7 @@ def test_requests_beyond_max_queued_are_refused_at_once_and_the_session_goes_on(
     blocker = session.open(call_tool("gated", {"tag": "block"}, 1))
     assert probe.started("block").wait(WAIT)
     waiting = [session.open(call_tool("touch", {"tag": f"q{n}"}, 10 + n)) for n in range(2)]
-    wait_until(lambda: app.stats().pool.queued == 2, message="two requests queued")
+    wait_until(lambda: app.stats().pool.queued == 2, "two requests queued")
     refused = session.post(call_tool("touch", {"tag": "refused"}, 20))
     assert refused.status_code == 200  # an answer to the request, not an HTTP error
     body = refused.json()
@@ -174,7 +170,7 @@ def test_one_session_cannot_take_more_than_max_session_requests(probe, serve, ra
     assert refused["id"] == 3 and refused["error"]["code"] == -32000
     assert "max_session_requests=2" in refused["error"]["message"]
     fair = other.open(call_tool("touch", {"tag": "other"}, 1))  # another session still gets in
-    wait_until(lambda: app.stats().pool.queued == 2, message="the other session's request queued")
+    wait_until(lambda: app.stats().pool.queued == 2, "the other session's request queued")
     probe.release("g")
     for stream, request_id in ((running, 1), (queued, 2), (fair, 1)):
         assert [m["id"] for _, m in stream.rest()] == [request_id]
@@ -259,7 +255,7 @@ def test_delete_answers_at_once_while_a_handler_ignores_its_cancellation(probe, 
     assert stats.pool.busy == 1  # the cancelled handler still runs, on the shared pool
     probe.release("s")
     assert probe.cancelled("s").wait(WAIT)  # its token had fired
-    wait_until(lambda: app.stats().pool.busy == 0)
+    wait_until(lambda: app.stats().pool.busy == 0, "every worker to be free")
     assert wire.responses(5) == []  # a cancelled request is never answered
 
 
@@ -340,7 +336,7 @@ def test_stats_count_sessions_requests_and_streams(probe, serve, raw):
     probe.release("b")
     a.rest()
     b.rest()
-    wait_until(lambda: app.stats().inbound_in_flight == 0 and app.stats().open_streams == 0)
+    wait_until(lambda: app.stats().inbound_in_flight == 0 and app.stats().open_streams == 0, "every request and stream to end")
     assert app.stats().dropped == 0
     stray = {"jsonrpc": "2.0", "id": 999, "result": {}}
     assert first.post(stray).status_code == 202  # a response to nothing the server asked: ignored

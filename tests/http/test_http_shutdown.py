@@ -9,9 +9,11 @@ import time
 
 import pytest
 
-from http_support import RawSession, call_tool
-from mcp_helpers import SERVERS_DIR
-from proc_helpers import Proc
+from support.http import RawSession
+from support.messages import call_tool
+from support.paths import PEERS
+from support.processes import Proc
+
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
 
@@ -20,7 +22,7 @@ SESSIONS = 4
 
 
 def test_sigterm_with_stuck_sessions_exits_within_one_grace_period():
-    with Proc([sys.executable, str(SERVERS_DIR / "stubborn_http_server.py"), str(GRACE)]) as proc:
+    with Proc([sys.executable, str(PEERS / "stubborn_http_server.py"), str(GRACE)]) as proc:
         line = proc.wait_for("stderr", "serving stubborn-http at ", 20)
         url = line.rsplit(" ", 1)[1].strip()
         sessions = [RawSession(url) for _ in range(SESSIONS)]

@@ -22,15 +22,16 @@ from typing import Any
 
 import pytest
 
-from http_support import WAIT, call_tool, initialize_request, make_server, notification, run_waitress
-from mcp_helpers import wait_until
-
 from mcp_sync import Client
 from mcp_sync.http import McpWsgiApp
 from mcp_sync.errors import RequestNotSent
 from mcp_sync.http.client_transport import ReconnectPolicy
 from mcp_sync.http.session_transport import EARLY_CANCEL_BYTES, EARLY_CANCELS, HttpSessionTransport
 from mcp_sync.http.sse import EventStream
+
+from support.http import make_server, run_waitress
+from support.messages import call_tool, initialize_request, notification
+from support.waiting import WAIT, wait_until
 
 
 class Notes:

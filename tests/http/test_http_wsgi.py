@@ -13,18 +13,11 @@ import pytest
 
 from mcp_sync import Client, ConnectionClosed
 from mcp_sync.http import McpWsgiApp
-from mcp_helpers import wait_until
-from http_support import (
-    ACCEPT_BOTH,
-    PROTOCOL_VERSION,
-    WAIT,
-    Sse,
-    call_tool,
-    initialize_request,
-    make_server,
-    notification,
-    request,
-)
+
+from support.http import ACCEPT_BOTH, make_server, Sse
+from support.messages import PROTOCOL_VERSION, call_tool, initialize_request, notification, request
+from support.waiting import WAIT, wait_until
+
 
 VISIBLE_ASCII = re.compile(r"^[\x21-\x7e]+$")
 

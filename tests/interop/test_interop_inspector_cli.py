@@ -3,7 +3,7 @@
 
 The Inspector is run as its users run it (``mcp-inspector-cli --cli TARGET --method ...``)
 with the machine's ``node``, and judged by its exit status and the JSON it prints. Without
-``tests/node/node_modules`` these tests skip, unless ``CI`` is set (see :mod:`node_peers`).
+``tests/node/node_modules`` these tests skip, unless ``CI`` is set (see :mod:`support.node`).
 """
 
 from __future__ import annotations
@@ -16,13 +16,14 @@ from typing import Any, Iterator
 
 import pytest
 
-from node_peers import node, node_package
-from proc_helpers import PYTHON, Finished, Proc, run
+from support.node import node, node_package
+from support.paths import PEERS, PYTHON
+from support.processes import Finished, Proc, run
+
 
 pytestmark = pytest.mark.interop
 
-SERVERS = Path(__file__).resolve().parents[1] / "servers"
-CLI_SERVER = SERVERS / "cli_server.py"
+CLI_SERVER = PEERS / "cli_server.py"
 MCP_SYNC = str(Path(PYTHON).with_name("mcp-sync"))
 LIMIT = 60.0
 
@@ -49,7 +50,7 @@ def http_url() -> Iterator[str]:
     """``mcp-sync serve cli_server:server --http`` on a free loopback port."""
     if importlib.util.find_spec("httpx") is None:
         pytest.skip("the http extra (httpx) is not installed")
-    with Proc([MCP_SYNC, "serve", "cli_server:server", "--http", "--port", "0"], cwd=SERVERS) as server:
+    with Proc([MCP_SYNC, "serve", "cli_server:server", "--http", "--port", "0"], cwd=PEERS) as server:
         line = server.wait_for("stderr", "serving cli-test at http://", LIMIT)
         yield line.split(" at ", 1)[1].strip()
         server.send_signal(signal.SIGINT)

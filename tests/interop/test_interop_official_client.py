@@ -1,6 +1,6 @@
-"""The official ``mcp`` SDK's client against an mcp_sync server (``peers/sync_server.py``).
+"""The official ``mcp`` SDK's client against an mcp_sync server (``tests/peers/sync_server.py``).
 
-The official client CLI (``peers/official_client.py``) runs one script of steps in one session
+The official client CLI (``tests/peers/official_client.py``) runs one script of steps in one session
 and prints what happened, including its capture of the whole wire. Two runs are made, in
 parallel, once per module: the default mode (the client probes ``server/discover`` first and
 falls back to ``initialize`` when our server answers -32601) and ``--legacy`` mode (plain
@@ -16,7 +16,9 @@ from typing import Any, Iterator
 
 import pytest
 
-from interop_support import SYNC_SERVER, OfficialClientRun, read_events, wait_for_marker
+from support.interop import SYNC_SERVER, OfficialClientRun, read_events, wait_for_marker
+from support.messages import responses_to
+
 
 pytestmark = [pytest.mark.interop, pytest.mark.timeout(90)]
 
@@ -87,10 +89,6 @@ class Run:
         return [w["msg"] for w in self.wire if w["dir"] == "<<"]
 
 
-def responses(messages: list[dict[str, Any]], request_id: Any) -> list[dict[str, Any]]:
-    return [m for m in messages if "method" not in m and m.get("id") == request_id and ("result" in m or "error" in m)]
-
-
 def text_of(step: dict[str, Any]) -> str:
     return step["result"]["content"][0]["text"]
 
@@ -137,14 +135,14 @@ def test_handshake(run: Run) -> None:
         # the probe: our server does not know server/discover and says so with -32601
         probe = sent[0]
         assert probe["method"] == "server/discover"
-        assert responses(received, probe["id"])[0]["error"]["code"] == -32601
+        assert responses_to(received, probe["id"])[0]["error"]["code"] == -32601
         sent = sent[1:]
     else:
         assert not [m for m in sent if m.get("method") == "server/discover"]
     initialize = sent[0]
     assert initialize["method"] == "initialize"
     assert initialize["params"]["protocolVersion"] == "2025-11-25"
-    assert responses(received, initialize["id"])[0]["result"]["protocolVersion"] == "2025-11-25"
+    assert responses_to(received, initialize["id"])[0]["result"]["protocolVersion"] == "2025-11-25"
     assert sent[1] == {"jsonrpc": "2.0", "method": "notifications/initialized"}
 
 
@@ -237,7 +235,7 @@ def test_official_cancel_stops_our_handler(run: Run) -> None:
     ]
     assert_handler_stopped(run, "cancel")
     assert_stopped_before_next_step(run, "cancel")
-    assert not responses(run.received(), call_id), "our server answered a cancelled request"
+    assert not responses_to(run.received(), call_id), "our server answered a cancelled request"
 
 
 def test_official_timeout_stops_our_handler(run: Run) -> None:
@@ -248,7 +246,7 @@ def test_official_timeout_stops_our_handler(run: Run) -> None:
     assert note["params"]["requestId"] == call_id and "timed out" in note["params"]["reason"]
     assert_handler_stopped(run, "timeout")
     assert_stopped_before_next_step(run, "timeout")
-    assert not responses(run.received(), call_id), "our server answered a timed-out request"
+    assert not responses_to(run.received(), call_id), "our server answered a timed-out request"
 
 
 def test_no_response_to_any_cancelled_request(run: Run) -> None:
@@ -256,7 +254,7 @@ def test_no_response_to_any_cancelled_request(run: Run) -> None:
     cancelled = [m["params"]["requestId"] for m in run.sent() if m.get("method") == "notifications/cancelled"]
     assert len(cancelled) == 2
     for request_id in cancelled:
-        assert not responses(run.received(), request_id)
+        assert not responses_to(run.received(), request_id)
 
 
 # -- our server's requests to the official client ------------------------------------------------------
@@ -306,7 +304,7 @@ def test_our_timeout_cancels_our_roots_request(run: Run) -> None:
     [callback] = [c for c in run.out["callbacks"] if c["method"] == "roots/list" and c["request_id"] == request_id]
     assert callback["delay"] == 5 and "cancelled" in callback and "finished" not in callback
     # ... and sent no response for the cancelled request
-    assert not responses(sent, request_id)
+    assert not responses_to(sent, request_id)
     lines = read_events(run.events)
     assert "TIMEOUT ask_roots_timeout" in lines and "FINISHED ask_roots_timeout" not in lines
 

@@ -18,17 +18,11 @@ import pytest
 
 from mcp_sync import CancelToken, Cancelled, Client, Context, McpError, RequestTimeout, SubprocessTransport
 
-from interop_support import (
-    OFFICIAL_SERVER,
-    WAIT,
-    WireRecorder,
-    cancelled_ids,
-    is_response,
-    prewarm_workers,
-    read_events,
-    wait_event,
-    wait_for_marker,
-)
+from support.interop import OFFICIAL_SERVER, prewarm_workers, read_events, wait_for_marker
+from support.messages import cancelled_ids, is_response
+from support.recording import WireRecorder
+from support.waiting import PEER_WAIT, wait_event
+
 
 pytestmark = [pytest.mark.interop, pytest.mark.timeout(60)]
 
@@ -162,7 +156,7 @@ def assert_cancelled_on_wire(peer: Peer, request_id: int, reason: str | None = N
 
 def assert_no_late_response(peer: Peer, request_id: int) -> None:
     """After a ping round trip, no response to the cancelled request has reached us."""
-    peer.client.ping(timeout=WAIT)
+    peer.client.ping(timeout=PEER_WAIT)
     _, received = peer.wire.snapshot()
     assert not [m for m in received if is_response(m, request_id)], f"the server answered cancelled request {request_id}"
 
@@ -185,15 +179,15 @@ def test_handshake(peer: Peer) -> None:
 
 
 def test_list_tools(peer: Peer) -> None:
-    tools = {tool.name: tool for tool in peer.client.list_tools(timeout=WAIT)}
+    tools = {tool.name: tool for tool in peer.client.list_tools(timeout=PEER_WAIT)}
     assert {"echo", "add", "slow", "ask_roots", "ask_sample", "ask_sample_timeout", "ask_elicit", "ask_elicit_url"} <= set(tools)
     assert tools["add"].input_schema["properties"]["a"]["type"] == "integer"
     assert tools["echo"].input_schema["required"] == ["text"]
 
 
 def test_call_echo_and_add(peer: Peer) -> None:
-    assert text_of(peer.client.call_tool("echo", {"text": "héllo ✓"}, timeout=WAIT)) == "héllo ✓"
-    result = peer.client.call_tool("add", {"a": 2, "b": 40}, timeout=WAIT)
+    assert text_of(peer.client.call_tool("echo", {"text": "héllo ✓"}, timeout=PEER_WAIT)) == "héllo ✓"
+    result = peer.client.call_tool("add", {"a": 2, "b": 40}, timeout=PEER_WAIT)
     assert not result.is_error
     assert text_of(result) == "42"
     assert result.structured_content == {"result": 42}
@@ -201,9 +195,9 @@ def test_call_echo_and_add(peer: Peer) -> None:
 
 def test_tool_errors_from_the_official_server(peer: Peer) -> None:
     # the official SDK reports an unknown tool and bad arguments as tool errors, not -32602
-    unknown = peer.client.call_tool("no_such_tool", {}, timeout=WAIT)
+    unknown = peer.client.call_tool("no_such_tool", {}, timeout=PEER_WAIT)
     assert unknown.is_error and "no_such_tool" in text_of(unknown)
-    bad = peer.client.call_tool("add", {"a": "x", "b": 1}, timeout=WAIT)
+    bad = peer.client.call_tool("add", {"a": "x", "b": 1}, timeout=PEER_WAIT)
     assert bad.is_error
 
 
@@ -216,9 +210,9 @@ def test_progress(peer: Peer) -> None:
         if progress >= 3:
             last.set()
 
-    result = peer.client.call_tool("slow", {"seconds": 0.3, "steps": 3, "tag": "progress"}, timeout=WAIT, on_progress=on_progress)
+    result = peer.client.call_tool("slow", {"seconds": 0.3, "steps": 3, "tag": "progress"}, timeout=PEER_WAIT, on_progress=on_progress)
     assert text_of(result) == "slept 0.3"
-    wait_event(last, "the third progress callback")  # callbacks run on a worker, after the reader
+    wait_event(last, "the third progress callback", PEER_WAIT)  # callbacks run on a worker, after the reader
     assert seen == [(1, 3, "step 1/3"), (2, 3, "step 2/3"), (3, 3, "step 3/3")]
     call = sent_call(peer.wire, "progress")
     assert call["params"]["_meta"]["progressToken"] is not None
@@ -242,14 +236,14 @@ def test_pending_call_cancel_from_another_thread(peer: Peer) -> None:
     future = peer.client.call_tool_future(
         "slow", {"seconds": 20, "steps": 200, "tag": "future"}, on_progress=lambda *_: running.set()
     )
-    wait_event(running, "the first progress notification (the handler is running)")
+    wait_event(running, "the first progress notification (the handler is running)", PEER_WAIT)
     outcome: list[bool] = []
     canceller = threading.Thread(target=lambda: outcome.append(future.cancel("stopped by the user")), name="canceller")
     canceller.start()
-    canceller.join(WAIT)
+    canceller.join(PEER_WAIT)
     assert outcome == [True]
     with pytest.raises(Cancelled):
-        future.result(WAIT)
+        future.result(PEER_WAIT)
     assert future.cancelled()
     assert future.cancel() is True  # idempotent
     assert_cancelled_on_wire(peer, future.request_id, "stopped by the user")
@@ -265,7 +259,7 @@ def test_cancel_token(peer: Peer) -> None:
 
     with pytest.raises(Cancelled):
         peer.client.call_tool(
-            "slow", {"seconds": 20, "steps": 200, "tag": "token"}, timeout=WAIT, cancel_token=token, on_progress=on_progress
+            "slow", {"seconds": 20, "steps": 200, "tag": "token"}, timeout=PEER_WAIT, cancel_token=token, on_progress=on_progress
         )
     request_id = sent_call(peer.wire, "token")["id"]
     assert_cancelled_on_wire(peer, request_id, "enough progress")
@@ -275,27 +269,27 @@ def test_cancel_token(peer: Peer) -> None:
 
 # -- requests from the official server to our client ---------------------------------------------------
 def test_roots(peer: Peer) -> None:
-    result = peer.client.call_tool("ask_roots", {}, timeout=WAIT)
+    result = peer.client.call_tool("ask_roots", {}, timeout=PEER_WAIT)
     assert not result.is_error, text_of(result)
     assert json.loads(text_of(result)) == [{"uri": "file:///tmp/interop-a"}, {"uri": "file:///tmp/interop-b", "name": "b"}]
 
 
 def test_sampling(peer: Peer) -> None:
-    result = peer.client.call_tool("ask_sample", {"prompt": "write a haiku"}, timeout=WAIT)
+    result = peer.client.call_tool("ask_sample", {"prompt": "write a haiku"}, timeout=PEER_WAIT)
     assert text_of(result) == "sampled:write a haiku"
     params = [p for p in peer.side.sampling_params if p["messages"][0]["content"]["text"] == "write a haiku"]
     assert params and params[0]["maxTokens"] == 50
 
 
 def test_elicitation(peer: Peer) -> None:
-    result = peer.client.call_tool("ask_elicit", {"message": "Your name?"}, timeout=WAIT)
+    result = peer.client.call_tool("ask_elicit", {"message": "Your name?"}, timeout=PEER_WAIT)
     assert text_of(result) == "accept:Ada"
     params = [p for p in peer.side.elicitation_params if p["message"] == "Your name?"]
     assert params and params[0]["requestedSchema"]["properties"]["name"]["type"] == "string"
 
 
 def test_url_elicitation(peer: Peer) -> None:
-    result = peer.client.call_tool("ask_elicit_url", {"url": "https://example.com/auth"}, timeout=WAIT)
+    result = peer.client.call_tool("ask_elicit_url", {"url": "https://example.com/auth"}, timeout=PEER_WAIT)
     assert text_of(result) == "accept"
     [params] = [p for p in peer.side.elicitation_params if p.get("mode") == "url"]
     assert params["url"] == "https://example.com/auth"
@@ -313,10 +307,10 @@ def assert_we_never_answered(peer: Peer, blocked: Blocked, request_id: Any) -> N
 
     (The module fixture re-checks every cancelled id after close() joined all workers.)
     """
-    wait_event(blocked.finished, "our sampling handler to return after the cancellation")
+    wait_event(blocked.finished, "our sampling handler to return after the cancellation", PEER_WAIT)
     assert blocked.cancelled is True, "our handler's token did not fire"
     assert blocked.request_id == request_id
-    peer.client.ping(timeout=WAIT)
+    peer.client.ping(timeout=PEER_WAIT)
     sent, _ = peer.wire.snapshot()
     assert not [m for m in sent if is_response(m, request_id)], f"our client answered cancelled request {request_id}"
 
@@ -325,7 +319,7 @@ def test_server_timeout_cancels_our_sampling_handler(peer: Peer) -> None:
     blocked = peer.side.expect_block("block: server times out")
     start = time.monotonic()
     result = peer.client.call_tool(
-        "ask_sample_timeout", {"prompt": "block: server times out", "timeout": 0.5, "tag": "sampling"}, timeout=WAIT
+        "ask_sample_timeout", {"prompt": "block: server times out", "timeout": 0.5, "tag": "sampling"}, timeout=PEER_WAIT
     )
     assert text_of(result).startswith("TIMEOUT"), text_of(result)
     assert time.monotonic() - start < 5
@@ -342,10 +336,10 @@ def test_cancelling_our_call_cascades_to_our_sampling_handler(peer: Peer) -> Non
     server cancels its nested request, and our handler for it stops without answering."""
     blocked = peer.side.expect_block("block: caller gives up")
     future = peer.client.call_tool_future("ask_sample", {"prompt": "block: caller gives up"})
-    wait_event(blocked.started, "the nested sampling request to reach our handler")
+    wait_event(blocked.started, "the nested sampling request to reach our handler", PEER_WAIT)
     assert future.cancel("caller gave up")
     with pytest.raises(Cancelled):
-        future.result(WAIT)
+        future.result(PEER_WAIT)
     request = blocked_sampling_request(peer, "block: caller gives up")
     peer.wire.wait_for(lambda _s, received: request["id"] in cancelled_ids(received), "the server to cancel its nested request")
     assert_we_never_answered(peer, blocked, request["id"])
@@ -354,33 +348,33 @@ def test_cancelling_our_call_cascades_to_our_sampling_handler(peer: Peer) -> Non
 # -- resources, prompts, completion ---------------------------------------------------------------------
 def test_resources(peer: Peer) -> None:
     client = peer.client
-    assert [(r.uri, r.name, r.mime_type) for r in client.list_resources(timeout=WAIT)] == [("peer://readme", "readme", "text/plain")]
-    assert [(t.uri_template, t.name) for t in client.list_resource_templates(timeout=WAIT)] == [("peer://notes/{name}", "note")]
-    readme = client.read_resource("peer://readme", timeout=WAIT)
+    assert [(r.uri, r.name, r.mime_type) for r in client.list_resources(timeout=PEER_WAIT)] == [("peer://readme", "readme", "text/plain")]
+    assert [(t.uri_template, t.name) for t in client.list_resource_templates(timeout=PEER_WAIT)] == [("peer://notes/{name}", "note")]
+    readme = client.read_resource("peer://readme", timeout=PEER_WAIT)
     assert [(c.uri, c.text) for c in readme.contents] == [("peer://readme", "official readme")]
-    note = client.read_resource("peer://notes/zed", timeout=WAIT)
+    note = client.read_resource("peer://notes/zed", timeout=PEER_WAIT)
     assert [(c.uri, c.text) for c in note.contents] == [("peer://notes/zed", "note zed")]
     with pytest.raises(McpError) as info:
-        client.read_resource("peer://nowhere", timeout=WAIT)
+        client.read_resource("peer://nowhere", timeout=PEER_WAIT)
     assert info.value.code == -32602  # the official SDK's choice (the spec suggests -32002)
     assert "peer://nowhere" in info.value.message
 
 
 def test_prompts(peer: Peer) -> None:
     client = peer.client
-    prompts = client.list_prompts(timeout=WAIT)
+    prompts = client.list_prompts(timeout=PEER_WAIT)
     assert [p.name for p in prompts] == ["greet"]
     assert [(a.name, a.required) for a in prompts[0].arguments] == [("name", True), ("style", False)]
-    result = client.get_prompt("greet", {"name": "Bob", "style": "pirate"}, timeout=WAIT)
+    result = client.get_prompt("greet", {"name": "Bob", "style": "pirate"}, timeout=PEER_WAIT)
     assert [(m.role, m.content.text) for m in result.messages] == [("user", "Hello Bob (pirate)")]
     with pytest.raises(McpError) as info:
-        client.get_prompt("no_such_prompt", timeout=WAIT)
+        client.get_prompt("no_such_prompt", timeout=PEER_WAIT)
     assert "no_such_prompt" in info.value.message
 
 
 def test_completion(peer: Peer) -> None:
     client = peer.client
-    styles = client.complete({"type": "ref/prompt", "name": "greet"}, "style", "p", timeout=WAIT)
+    styles = client.complete({"type": "ref/prompt", "name": "greet"}, "style", "p", timeout=PEER_WAIT)
     assert styles.completion.values == ["plain", "pirate", "poetic"]
-    names = client.complete({"type": "ref/resource", "uri": "peer://notes/{name}"}, "name", "al", timeout=WAIT)
+    names = client.complete({"type": "ref/resource", "uri": "peer://notes/{name}"}, "name", "al", timeout=PEER_WAIT)
     assert names.completion.values == ["alpha", "alps"]

@@ -19,12 +19,12 @@ from typing import Any, Iterator
 
 import pytest
 
-from node_peers import NODE_DIR, node_package
-from proc_helpers import PYTHON, Proc, run, user_env
+from support.node import NODE_DIR, node_package
+from support.paths import PEERS, PYTHON
+from support.processes import Proc, run, user_env
 
 pytestmark = pytest.mark.interop
 
-PEERS = Path(__file__).resolve().parents[1] / "peers"
 OFFICIAL_SERVER_2026 = [PYTHON, str(PEERS / "official_server_2026.py")]
 OFFICIAL_CLIENT_2026 = [PYTHON, str(PEERS / "official_client_2026.py")]
 LIMIT = 90.0

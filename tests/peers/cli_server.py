@@ -2,8 +2,8 @@
 MCP Inspector tests: text, an image, audio, a tool error, a blob and a text resource, a
 resource template, and a prompt with arguments.
 
-    python tests/servers/cli_server.py             # stdio
-    mcp-sync serve cli_server:server --http        # from tests/servers, over HTTP
+    python tests/peers/cli_server.py             # stdio
+    mcp-sync serve cli_server:server --http        # from tests/peers, over HTTP
 """
 
 from __future__ import annotations

@@ -46,8 +46,8 @@ except ImportError:  # Python 3.10: anyio depends on the backport
 
 warnings.simplefilter("ignore")
 
-# the wire tap, clock and dump helpers are shared with the stdio interop client
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "interop" / "peers"))
+# the wire tap, clock and dump helpers are shared with the stdio interop client (this folder)
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 from official_client import Tap, dump, now  # noqa: E402
 
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env python
 """The official MCP Python SDK's Streamable HTTP server app (mcp 2.3.x) under uvicorn: the
 real peer for mcp_sync's HTTP client. It serves the same MCPServer (same tools, same
-PEER_EVENTS_FILE markers) as the stdio peer in ``tests/interop/peers/official_server.py``.
+PEER_EVENTS_FILE markers) as the stdio peer in ``tests/peers/official_server.py``.
 Adapted from the team's reference script.
 
     python official_http_server.py [--host 127.0.0.1] [--port 0] [--path /mcp] [--json-response]
@@ -20,7 +20,7 @@ import anyio
 import uvicorn
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "..", "interop", "peers"))
+sys.path.insert(0, HERE)
 from official_server import mcp
 
 

@@ -37,7 +37,7 @@ import json
 import os
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
 from mcp_sync import Context, RequestTimeout, Server  # noqa: E402
 from mcp_sync.wire import model_to_wire  # noqa: E402

@@ -12,10 +12,10 @@ on purpose:
 Tool: ``slow(seconds)`` works for ``seconds`` in 10 steps, sending ``notifications/progress``
 when the call carried a ``progressToken``.
 
-    python tests/servers/bad_cancel_server.py
-    python tests/servers/bad_cancel_server.py --exit-on-cancel   # worse: dies on a cancellation
+    python tests/peers/bad_cancel_server.py
+    python tests/peers/bad_cancel_server.py --exit-on-cancel   # worse: dies on a cancellation
                                                                   # (of anything but initialize)
-    python tests/servers/bad_cancel_server.py --drop-cancelled-initialize
+    python tests/peers/bad_cancel_server.py --drop-cancelled-initialize
         # answers initialize after 1 s, unless it was cancelled meanwhile (allowed: a server may
         # act on the cancellation of initialize, which no client should send)
 """

@@ -1,9 +1,9 @@
 """Helpers for the interoperability tests against the official ``mcp`` SDK.
 
-* :data:`OFFICIAL_SERVER`, :data:`OFFICIAL_CLIENT`, :data:`SYNC_SERVER`: the peer scripts.
-* :class:`WireRecorder` wraps a transport and records every decoded message in both directions.
+* :data:`OFFICIAL_SERVER`, :data:`OFFICIAL_CLIENT`, :data:`SYNC_SERVER`: the peer commands.
 * :func:`wait_for_marker` polls a peer's events file (another process writes it, so polling
   with a deadline is the only way to observe it).
+* :func:`prewarm_workers` starts a long-lived client's whole worker pool up front.
 * :class:`OfficialClientRun` runs the official client CLI as a bounded subprocess.
 """
 
@@ -12,30 +12,18 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Sequence
 
-from mcp_helpers import RecordingTransport
-
-PY = sys.executable
-"""The interpreter that runs the tests; it must have the official ``mcp`` SDK installed."""
-
-REPO_ROOT = Path(__file__).resolve().parents[2]
-PEERS = Path(__file__).resolve().parent / "peers"
-OFFICIAL_SERVER = [PY, str(PEERS / "official_server.py")]
-OFFICIAL_CLIENT = [PY, str(PEERS / "official_client.py")]
-SYNC_SERVER = [PY, str(PEERS / "sync_server.py")]
-
-WAIT = 10.0
-"""Default bound of every wait (the official SDK takes a second or more to start a process)."""
+from support.paths import PEERS, PYTHON, ROOT
+from support.waiting import PEER_WAIT
 
 
-def wait_event(event: threading.Event, what: str, timeout: float = WAIT) -> None:
-    """Wait for ``event``; fail with a message if it is not set within ``timeout``."""
-    assert event.wait(timeout), f"timed out after {timeout} s waiting for {what}"
+OFFICIAL_SERVER = [PYTHON, str(PEERS / "official_server.py")]
+OFFICIAL_CLIENT = [PYTHON, str(PEERS / "official_client.py")]
+SYNC_SERVER = [PYTHON, str(PEERS / "sync_server.py")]
 
 
 # -- events files written by the peers ---------------------------------------------------------
@@ -48,7 +36,7 @@ def read_events(path: Path) -> list[str]:
     return [line for line in text.split("\n") if line]
 
 
-def wait_for_marker(path: Path, marker: str, timeout: float = WAIT) -> list[str]:
+def wait_for_marker(path: Path, marker: str, timeout: float = PEER_WAIT) -> list[str]:
     """Poll the events file another process writes until ``marker`` appears; return the lines.
 
     Polling is the only way to observe another process's file; each pause is tiny and the
@@ -64,41 +52,6 @@ def wait_for_marker(path: Path, marker: str, timeout: float = WAIT) -> list[str]
         time.sleep(0.01)
 
 
-# -- JSON-RPC message predicates -----------------------------------------------------------------
-def is_response(message: Any, request_id: Any = None) -> bool:
-    """True for a JSON-RPC response (to ``request_id``, compared with its JSON type, if given)."""
-    if not isinstance(message, dict) or "method" in message or "id" not in message:
-        return False
-    if "result" not in message and "error" not in message:
-        return False
-    return request_id is None or (type(message["id"]) is type(request_id) and message["id"] == request_id)
-
-
-def cancelled_ids(messages: Sequence[Any]) -> list[Any]:
-    """The ``requestId`` of every ``notifications/cancelled`` among ``messages``."""
-    return [
-        m["params"]["requestId"]
-        for m in messages
-        if isinstance(m, dict) and m.get("method") == "notifications/cancelled" and "id" not in m
-    ]
-
-
-class WireRecorder(RecordingTransport):
-    """Wraps a transport; records decoded messages: ``sent`` (by us) and ``received``."""
-
-    def wait_for(self, predicate: Callable[[list[Any], list[Any]], Any], what: str, timeout: float = WAIT) -> Any:  # type: ignore[override]
-        """Wait until ``predicate(sent, received)`` holds; fail with the wire if it does not."""
-        return super().wait_for(lambda wire: predicate(wire.sent, wire.received), what, timeout)
-
-    def sent_requests(self, method: str) -> list[dict[str, Any]]:
-        with self._cond:
-            return [m for m in self.sent if isinstance(m, dict) and m.get("method") == method and "id" in m]
-
-    def received_requests(self, method: str) -> list[dict[str, Any]]:
-        with self._cond:
-            return [m for m in self.received if isinstance(m, dict) and m.get("method") == method and "id" in m]
-
-
 def prewarm_workers(client: Any) -> None:
     """Start every worker thread of a long-lived client's pool now.
 
@@ -108,7 +61,7 @@ def prewarm_workers(client: Any) -> None:
     waits at a barrier) makes the pool reach its bound here, so it never grows later.
     """
     pool = client.endpoint._pool  # test-only peek: no public way to size the pool up front
-    barrier = threading.Barrier(pool.max_workers + 1, timeout=WAIT)
+    barrier = threading.Barrier(pool.max_workers + 1, timeout=PEER_WAIT)
     for _ in range(pool.max_workers):
         pool.submit(barrier.wait)
     barrier.wait()
@@ -116,7 +69,7 @@ def prewarm_workers(client: Any) -> None:
 
 # -- the official client CLI -----------------------------------------------------------------------
 class OfficialClientRun:
-    """One run of the official client CLI (``peers/official_client.py``), started at once.
+    """One run of the official client CLI (``tests/peers/official_client.py``), started at once.
 
     :meth:`result` waits (bounded), parses the JSON it printed and returns it; a run that
     does not finish in time is killed and fails the test.
@@ -132,7 +85,7 @@ class OfficialClientRun:
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             env={**os.environ, **env},
-            cwd=str(REPO_ROOT),
+            cwd=str(ROOT),
             text=True,
         )
         self.stdout: str | None = None

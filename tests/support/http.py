@@ -1,12 +1,11 @@
-"""Helpers for the Streamable HTTP tests (tests/http): handler gates, the test server,
-a recorder of what the server writes, and raw-HTTP/SSE helpers.
+"""Helpers for the Streamable HTTP tests (tests/http): the test server, a recorder of what the
+server writes, and raw-HTTP/SSE helpers.
 
 Everything here drives the server with plain ``httpx`` requests and a tiny SSE reader of its
 own, so the server is judged by what it puts on the wire, not by mcp_sync's own client code.
 
-* :class:`Probe` — handler gates: a tool signals ``started``, then blocks until the test
-  ``release()``s it or its request is cancelled, and records which of the two happened.
-* :func:`make_server` — a :class:`~mcp_sync.Server` with the standard test tools.
+* :func:`make_server` — a :class:`~mcp_sync.Server` with the standard test tools, gated by a
+  :class:`~support.probes.GateProbe`.
 * :class:`Wire` — every message the server puts on any SSE stream (or JSON answer), and
   every inbound request whose cancellation a session accepted (see the ``wire`` fixture).
 * :class:`RawSession` / :class:`Sse` — raw POST/GET/DELETE and SSE parsing.
@@ -17,7 +16,6 @@ from __future__ import annotations
 
 import json
 import threading
-import time
 from collections import defaultdict
 from typing import Any, Callable
 
@@ -26,56 +24,15 @@ import httpx
 from mcp_sync import Context, Server
 from mcp_sync.jsonrpc import id_key
 
-PROTOCOL_VERSION = "2025-11-25"
+from support.messages import PROTOCOL_VERSION, initialize_request, notification
+from support.probes import GateProbe
+from support.waiting import WAIT
+
+
 ACCEPT_BOTH = "application/json, text/event-stream"
-WAIT = 5.0
-"""Bound of every wait on an event in these tests."""
 
 
-# -- handler gates -------------------------------------------------------------------------------
-class Probe:
-    """Named :class:`threading.Event` objects shared by test tools and the test."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._events: dict[str, threading.Event] = defaultdict(threading.Event)
-        self.reasons: dict[str, str | None] = {}
-
-    def event(self, name: str) -> threading.Event:
-        with self._lock:
-            return self._events[name]
-
-    def started(self, tag: str) -> threading.Event:
-        return self.event(f"{tag}.started")
-
-    def cancelled(self, tag: str) -> threading.Event:
-        return self.event(f"{tag}.cancelled")
-
-    def completed(self, tag: str) -> threading.Event:
-        return self.event(f"{tag}.completed")
-
-    def wake(self, tag: str) -> threading.Event:
-        return self.event(f"{tag}.wake")
-
-    def release(self, tag: str) -> None:
-        self.wake(tag).set()
-
-    def gate(self, tag: str, ctx: Context) -> bool:
-        """Signal ``started``, block until released or cancelled; True if cancelled."""
-        wake = self.wake(tag)
-        ctx.cancel_token.add_callback(lambda _token: wake.set())
-        self.started(tag).set()
-        if not wake.wait(WAIT * 2):
-            self.event(f"{tag}.stuck").set()
-        if ctx.cancelled:
-            self.reasons[tag] = ctx.cancel_token.reason
-            self.cancelled(tag).set()
-            return True
-        self.completed(tag).set()
-        return False
-
-
-def make_server(probe: Probe, name: str = "http-test", **options: Any) -> Server:
+def make_server(probe: GateProbe, name: str = "http-test", **options: Any) -> Server:
     """A server with the tools the HTTP tests use."""
     server = Server(name, version="1.0.0", **options)
 
@@ -223,35 +180,6 @@ class Sse:
         self.response.close()
 
 
-def request(method: str, params: dict[str, Any] | None, request_id: Any) -> dict[str, Any]:
-    message: dict[str, Any] = {"jsonrpc": "2.0", "id": request_id, "method": method}
-    if params is not None:
-        message["params"] = params
-    return message
-
-
-def notification(method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
-    message: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
-    if params is not None:
-        message["params"] = params
-    return message
-
-
-def initialize_request(request_id: Any = 0) -> dict[str, Any]:
-    return request(
-        "initialize",
-        {"protocolVersion": PROTOCOL_VERSION, "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}},
-        request_id,
-    )
-
-
-def call_tool(name: str, arguments: dict[str, Any], request_id: Any, progress_token: Any = None) -> dict[str, Any]:
-    params: dict[str, Any] = {"name": name, "arguments": arguments}
-    if progress_token is not None:
-        params["_meta"] = {"progressToken": progress_token}
-    return request("tools/call", params, request_id)
-
-
 class RawSession:
     """One MCP session driven with raw HTTP requests."""
 
@@ -321,18 +249,6 @@ class RawSession:
         for stream in self._streams:
             stream.close()
         self.http.close()
-
-
-def new_threads(before: set[threading.Thread]) -> list[threading.Thread]:
-    return [t for t in threading.enumerate() if t not in before and t.is_alive()]
-
-
-def join_new_threads(before: set[threading.Thread], limit: float = WAIT) -> list[threading.Thread]:
-    """Join every thread started since ``before`` (bounded); returns those still alive."""
-    end = time.monotonic() + limit
-    for thread in new_threads(before):
-        thread.join(max(0.0, end - time.monotonic()))
-    return new_threads(before)
 
 
 def single_answer(response: httpx.Response) -> dict[str, Any]:

@@ -14,7 +14,10 @@ from pathlib import Path
 
 import pytest
 
-NODE_DIR = Path(__file__).resolve().parent / "node"
+from support.paths import TESTS
+
+
+NODE_DIR = TESTS / "node"
 NODE_MODULES = NODE_DIR / "node_modules"
 INSTALL = "cd tests/node && npm ci"
 

@@ -12,15 +12,13 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-import sys
 import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Sequence
 
-ROOT = Path(__file__).resolve().parent.parent
-PYTHON = sys.executable
+from support.paths import ROOT
 
 
 def user_env(**extra: str) -> dict[str, str]:

@@ -1,4 +1,5 @@
-"""Helpers for the threaded endpoint tests: recording transports, gated handlers, raw peers.
+"""Endpoints over memory pairs for the threaded endpoint tests: recorded raw transports,
+gated handlers, raw peers.
 
 Every wait here is bounded and fails the test with a message when it expires.
 """
@@ -6,9 +7,7 @@ Every wait here is bounded and fails the test with a message when it expires.
 from __future__ import annotations
 
 import json
-import linecache
 import queue
-import sys
 import threading
 import time
 from contextlib import contextmanager
@@ -22,23 +21,8 @@ from mcp_sync.errors import McpError
 from mcp_sync.jsonrpc import METHOD_NOT_FOUND, id_key
 from mcp_sync.transports.memory import MemoryTransport, memory_pair
 
-WAIT = 5.0
-"""Default bound for every wait in the tests."""
-
-
-def wait_until(predicate: Callable[[], bool], timeout: float = WAIT, message: str = "condition not met") -> None:
-    """Poll ``predicate`` with short Event waits; fail with ``message`` when ``timeout`` passes."""
-    end = time.monotonic() + timeout
-    pause = threading.Event()
-    while not predicate():
-        if time.monotonic() >= end:
-            pytest.fail(f"{message} (waited {timeout} s)")
-        pause.wait(0.002)
-
-
-def same_id(a: Any, b: Any) -> bool:
-    """JSON-RPC id equality: type and value (``"7"`` is not ``7``, ``True`` is not ``1``)."""
-    return type(a) is type(b) and a == b
+from support.messages import same_id
+from support.waiting import WAIT
 
 
 class Gate:
@@ -295,27 +279,3 @@ def raw_server(
         server.close(grace=WAIT)
         a.close()
 
-
-def frames_of(thread: threading.Thread) -> list[str]:
-    """Function names on ``thread``'s stack, innermost first."""
-    frame = sys._current_frames().get(thread.ident)  # type: ignore[arg-type]
-    names = []
-    while frame is not None:
-        names.append(frame.f_code.co_name)
-        frame = frame.f_back
-    return names
-
-
-def blocked_in(thread: threading.Thread, function: str) -> bool:
-    """True while ``thread`` is blocked in a wait or lock acquire called (maybe indirectly)
-    from ``function``: the innermost frame is executing an ``.acquire(`` or ``.wait(`` call."""
-    frame = sys._current_frames().get(thread.ident)  # type: ignore[arg-type]
-    if frame is None or function not in frames_of(thread):
-        return False
-    line = linecache.getline(frame.f_code.co_filename, frame.f_lineno)
-    return ".acquire(" in line or ".wait(" in line
-
-
-def wait_until_blocked_in(thread: threading.Thread, function: str, timeout: float = WAIT) -> None:
-    """Wait until ``thread`` is blocked (waiting) inside ``function``."""
-    wait_until(lambda: blocked_in(thread, function), timeout, f"{thread.name} never blocked inside {function}()")
