@@ -284,6 +284,7 @@ class Lifecycle:
         self.protocol_version: str | None = None
         self.peer_capabilities: dict[str, Any] = {}
         self.peer_info: dict[str, Any] = {}
+        self._handshake_completed = False
 
     def __repr__(self) -> str:
         version = f" {self.protocol_version}" if self.protocol_version else ""
@@ -295,6 +296,8 @@ class Lifecycle:
         if new is None:
             raise RuntimeError(f"{event!r} is not allowed for a {self.role.value} in state {self.state.value!r}")
         self.state = new
+        if new is State.READY or (new is State.INITIALIZED and self.role is Role.SERVER):
+            self._handshake_completed = True
         if new is State.MODERN:
             self.era = Era.MODERN
         elif new in (State.INITIALIZING, State.INITIALIZED):
@@ -305,10 +308,8 @@ class Lifecycle:
     @property
     def initialized(self) -> bool:
         """True once the handshake has completed (a server: ``initialize`` answered; a
-        client: ``notifications/initialized`` sent)."""
-        if self.role is Role.SERVER:
-            return self.state in (State.INITIALIZED, State.READY)
-        return self.state is State.READY
+        client: ``notifications/initialized`` sent), and still after the connection closed."""
+        return self._handshake_completed
 
     @property
     def peer_confirmed(self) -> bool:
@@ -416,10 +417,11 @@ class Lifecycle:
         """(client) Raise :class:`RuntimeError` if ``method`` may not be sent now (nothing is sent).
 
         Handshake era: only ``initialize`` and ``ping`` before the handshake completed.
-        Modern era: nothing the 2026-07-28 revision removed.
+        Modern era: nothing the 2026-07-28 revision removed. Once the connection has closed,
+        what was allowed before still passes (sending reports the closed connection).
         """
         self._check_role(Role.CLIENT)
-        if self.state is State.MODERN:
+        if self.era is Era.MODERN:
             if method in REMOVED_AT_MODERN:
                 raise RuntimeError(f"{method} does not exist in protocol {self.protocol_version} (it was removed in 2026-07-28)")
         elif not self.initialized and method not in ALWAYS_ALLOWED:

@@ -23,7 +23,7 @@ from mcp_sync import (
     ServerSession,
     memory_pair,
 )
-from mcp_sync.session import LATEST_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS
+from mcp_sync.lifecycle import HANDSHAKE_VERSIONS, LATEST_HANDSHAKE_VERSION
 from mcp_helpers import (
     WAIT,
     as_wire,
@@ -38,7 +38,7 @@ from mcp_helpers import (
 )
 
 INIT_PARAMS = {
-    "protocolVersion": LATEST_PROTOCOL_VERSION,
+    "protocolVersion": LATEST_HANDSHAKE_VERSION,
     "capabilities": {},
     "clientInfo": {"name": "raw", "version": "0"},
 }
@@ -56,8 +56,8 @@ def make_server(**options) -> Server:
 
 # -- version negotiation ------------------------------------------------------------------------
 def test_latest_version_is_2025_11_25():
-    assert LATEST_PROTOCOL_VERSION == "2025-11-25"
-    assert set(SUPPORTED_PROTOCOL_VERSIONS) == {"2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"}
+    assert LATEST_HANDSHAKE_VERSION == "2025-11-25"
+    assert set(HANDSHAKE_VERSIONS) == {"2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"}
 
 
 @pytest.mark.parametrize("version", ["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"])
@@ -138,7 +138,7 @@ def test_capabilities_and_identity_are_recorded_on_both_sides():
         assert "logging" in client.server_capabilities
         assert client.server_instructions == "Use echo to echo."
         # the client sent notifications/initialized after the handshake
-        wait_event(session.client_initialized, "notifications/initialized at the server")
+        wait_until(lambda: session.lifecycle.peer_confirmed, "notifications/initialized at the server")
         assert methods(conn.wire.received)[:2] == ["initialize", "notifications/initialized"]
 
 

@@ -150,7 +150,7 @@ def test_server_handshake_new_initialized_ready_closed():
     assert lc.admit("tools/call", {"name": "x"}) == Admission(Era.HANDSHAKE)
     lc.close()
     lc.close()
-    assert lc.state is State.CLOSED
+    assert (lc.state, lc.initialized) == (State.CLOSED, True)
     error = mcp_error(-32600, lc.admit, "tools/list", None)
     assert "closed" in error.message
 
@@ -268,7 +268,16 @@ def test_client_handshake_new_initializing_initialized_ready_closed():
     with pytest.raises(RuntimeError, match="'send initialized' is not allowed"):
         lc.send_initialized()
     lc.close()
-    assert lc.state is State.CLOSED
+    assert (lc.state, lc.initialized) == (State.CLOSED, True)
+    lc.check_send_request("tools/list")  # the closed connection is for the sender to report
+
+
+def test_client_closed_before_the_handshake_is_not_initialized():
+    lc = client()
+    lc.close()
+    assert lc.initialized is False
+    with pytest.raises(RuntimeError, match="not initialized"):
+        lc.check_send_request("tools/list")
 
 
 @pytest.mark.parametrize(
@@ -332,7 +341,7 @@ def test_an_enveloped_request_pins_the_modern_era():
     # the next requests stand on their own envelopes
     assert lc.admit("tools/list", enveloped()).envelope == RequestEnvelope(MODERN, {})
     lc.close()
-    assert lc.state is State.CLOSED
+    assert (lc.state, lc.era) == (State.CLOSED, Era.MODERN)
 
 
 def test_server_discover_does_not_pin():
@@ -520,6 +529,9 @@ def test_client_modern_refuses_removed_methods_locally_naming_the_era():
     for method in ("ping", "logging/setLevel", "resources/subscribe", "resources/unsubscribe", "initialize"):
         with pytest.raises(RuntimeError, match=f"{method} does not exist in protocol 2026-07-28"):
             lc.check_send_request(method)
+    lc.close()
+    with pytest.raises(RuntimeError, match="ping does not exist"):
+        lc.check_send_request("ping")
 
 
 def test_client_cannot_mix_the_eras():
