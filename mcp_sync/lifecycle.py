@@ -35,6 +35,7 @@ from typing import Any, Mapping
 
 from .errors import CapabilityError, McpError, PeerMisbehaved
 from .jsonrpc import (
+    HEADER_MISMATCH,
     INVALID_PARAMS,
     INVALID_REQUEST,
     METHOD_NOT_FOUND,
@@ -55,6 +56,7 @@ __all__ = [
     "DISCOVER_METHOD",
     "REMOVED_AT_MODERN",
     "ALWAYS_ALLOWED",
+    "MODERN_ERROR_CODES",
     "Era",
     "Role",
     "State",
@@ -111,6 +113,10 @@ REMOVED_AT_MODERN = frozenset(
 
 ALWAYS_ALLOWED = frozenset({"initialize", "ping"})
 """Requests a handshake-era client may send before the handshake has completed."""
+
+MODERN_ERROR_CODES = frozenset({HEADER_MISMATCH, MISSING_REQUIRED_CLIENT_CAPABILITY, UNSUPPORTED_PROTOCOL_VERSION})
+"""Error codes only a modern-era server sends: an answer with one proves the server modern.
+(-32602 does not: handshake-era servers answer unknown requests with it too.)"""
 
 
 class Era(enum.Enum):
@@ -380,6 +386,42 @@ class Lifecycle:
             raise ValueError(f"{version!r} is not a modern protocol version mcp_sync speaks ({', '.join(MODERN_VERSIONS)})")
         self._move("choose modern")
         self.protocol_version = version
+
+    def discover_answered(self, result: object) -> Era:
+        """(client) The server answered the ``server/discover`` probe with ``result``.
+
+        If its ``supportedVersions`` name a modern version mcp_sync speaks, the newest such is
+        chosen (:meth:`choose_modern`) and :attr:`Era.MODERN` returned; otherwise
+        :attr:`Era.HANDSHAKE`: send ``initialize`` (the machine stays ``NEW``).
+        """
+        self._check_role(Role.CLIENT)
+        offered = result.get("supportedVersions") if isinstance(result, Mapping) else None
+        mutual = [v for v in MODERN_VERSIONS if isinstance(offered, list) and v in offered]
+        if not mutual:
+            return Era.HANDSHAKE
+        self.choose_modern(mutual[0])
+        return Era.MODERN
+
+    def discover_refused(self, error: McpError) -> Era:
+        """(client) The ``server/discover`` probe got the error ``error``.
+
+        One of :data:`MODERN_ERROR_CODES` proves the server modern: -32022 chooses the newest
+        version of its ``data.supported`` that mcp_sync speaks (and re-raises ``error`` if
+        there is none: no fallback to ``initialize``), the others keep
+        :data:`LATEST_MODERN_VERSION`; :attr:`Era.MODERN` is returned. Any other error means a
+        handshake-era server (whatever its code): :attr:`Era.HANDSHAKE`, send ``initialize``.
+        No answer within a bounded time means the same (nothing to tell the machine).
+        """
+        self._check_role(Role.CLIENT)
+        if error.code not in MODERN_ERROR_CODES:
+            return Era.HANDSHAKE
+        version: str | None = LATEST_MODERN_VERSION
+        if error.code == UNSUPPORTED_PROTOCOL_VERSION:
+            version = self.retry_version(error.data)
+        if version is None:
+            raise error
+        self.choose_modern(version)
+        return Era.MODERN
 
     def retry_version(self, error_data: object) -> str | None:
         """(client) After a -32022 error: the newest modern version both sides speak (from its

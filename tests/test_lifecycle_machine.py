@@ -577,6 +577,60 @@ def test_client_retry_version_never_repeats_the_refused_one():
     assert lc.retry_version({"supported": ["2026-07-28"], "requested": "2026-07-28"}) is None
 
 
+@pytest.mark.parametrize(
+    "offered,era,version",
+    [
+        (["2026-07-28", "2025-11-25"], Era.MODERN, MODERN),
+        (["2027-01-01", "2026-07-28"], Era.MODERN, MODERN),
+        (["2025-11-25", "2025-06-18"], Era.HANDSHAKE, None),
+        (["2027-01-01"], Era.HANDSHAKE, None),
+        ("2026-07-28", Era.HANDSHAKE, None),
+    ],
+)
+def test_client_discover_answer_decides_the_era(offered, era, version):
+    lc = client()
+    assert lc.discover_answered({"supportedVersions": offered, "capabilities": {}}) is era
+    assert lc.protocol_version == version
+    assert lc.state is (State.MODERN if era is Era.MODERN else State.NEW)
+
+
+def test_client_discover_answer_that_is_not_an_object_falls_back():
+    lc = client()
+    assert lc.discover_answered(None) is Era.HANDSHAKE
+    lc.send_initialize()  # the fallback is still open
+
+
+@pytest.mark.parametrize("code", [-32601, -32602, -32600, -32603, -32000, -32002])
+def test_client_discover_refused_by_a_legacy_server_falls_back_whatever_the_code(code):
+    lc = client()
+    assert lc.discover_refused(McpError(code, "nope")) is Era.HANDSHAKE
+    assert (lc.state, lc.era) == (State.NEW, None)
+    lc.send_initialize()
+
+
+def test_client_discover_refused_with_32022_picks_a_mutual_version_and_stays_modern():
+    lc = client()
+    error = McpError(-32022, "Unsupported protocol version", {"supported": ["2026-07-28"], "requested": "2027-01-01"})
+    assert lc.discover_refused(error) is Era.MODERN
+    assert (lc.state, lc.protocol_version) == (State.MODERN, MODERN)
+
+
+def test_client_discover_refused_with_32022_and_no_mutual_version_surfaces_the_error():
+    lc = client()
+    error = McpError(-32022, "Unsupported protocol version", {"supported": ["2027-01-01"], "requested": MODERN})
+    with pytest.raises(McpError) as info:
+        lc.discover_refused(error)
+    assert info.value is error
+    assert lc.state is State.NEW
+
+
+@pytest.mark.parametrize("code", [-32020, -32021])
+def test_client_discover_refused_with_another_modern_error_stays_modern(code):
+    lc = client()
+    assert lc.discover_refused(McpError(code, "modern")) is Era.MODERN
+    assert lc.protocol_version == LATEST_MODERN_VERSION
+
+
 def test_repr_names_role_state_and_version():
     lc = client()
     assert repr(lc) == "<Lifecycle client new>"
