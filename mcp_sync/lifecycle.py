@@ -30,8 +30,9 @@ Errors come in two kinds, as in h11:
 from __future__ import annotations
 
 import enum
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any
 
 from .errors import CapabilityError, McpError, PeerMisbehaved
 from .jsonrpc import (
@@ -114,7 +115,9 @@ REMOVED_AT_MODERN = frozenset(
 ALWAYS_ALLOWED = frozenset({"initialize", "ping"})
 """Requests a handshake-era client may send before the handshake has completed."""
 
-MODERN_ERROR_CODES = frozenset({HEADER_MISMATCH, MISSING_REQUIRED_CLIENT_CAPABILITY, UNSUPPORTED_PROTOCOL_VERSION})
+MODERN_ERROR_CODES = frozenset(
+    {HEADER_MISMATCH, MISSING_REQUIRED_CLIENT_CAPABILITY, UNSUPPORTED_PROTOCOL_VERSION}
+)
 """Error codes only a modern-era server sends: an answer with one proves the server modern.
 (-32602 does not: handshake-era servers answer unknown requests with it too.)"""
 
@@ -181,7 +184,9 @@ def era_of_version(version: str) -> Era | None:
     return None
 
 
-def capability_declared(capabilities: Mapping[str, Any], capability: str, sub: str | None = None) -> bool:
+def capability_declared(
+    capabilities: Mapping[str, Any], capability: str, sub: str | None = None
+) -> bool:
     """True if ``capabilities`` declare ``capability`` (and ``sub`` inside it, if given).
 
     A capability is declared by presence: ``{"url": {}}`` counts; an absent or ``null``
@@ -300,7 +305,9 @@ class Lifecycle:
     def _move(self, event: str) -> None:
         new = TRANSITIONS.get((self.role, self.state, event))
         if new is None:
-            raise RuntimeError(f"{event!r} is not allowed for a {self.role.value} in state {self.state.value!r}")
+            raise RuntimeError(
+                f"{event!r} is not allowed for a {self.role.value} in state {self.state.value!r}"
+            )
         self.state = new
         if new is State.READY or (new is State.INITIALIZED and self.role is Role.SERVER):
             self._handshake_completed = True
@@ -334,7 +341,9 @@ class Lifecycle:
         """Raise :class:`~mcp_sync.errors.CapabilityError` unless the peer declared
         ``capability`` in the handshake (local misuse: nothing is sent)."""
         if not self.peer_supports(capability):
-            raise CapabilityError(f"{what} needs the peer's {capability!r} capability, which it did not declare")
+            raise CapabilityError(
+                f"{what} needs the peer's {capability!r} capability, which it did not declare"
+            )
 
     # -- client, handshake era --------------------------------------------------------------------
     def send_initialize(self) -> None:
@@ -383,7 +392,9 @@ class Lifecycle:
         """(client) Speak the modern era at ``version`` from now on (no handshake)."""
         self._check_role(Role.CLIENT)
         if version not in MODERN_VERSIONS:
-            raise ValueError(f"{version!r} is not a modern protocol version mcp_sync speaks ({', '.join(MODERN_VERSIONS)})")
+            raise ValueError(
+                f"{version!r} is not a modern protocol version mcp_sync speaks ({', '.join(MODERN_VERSIONS)})"
+            )
         self._move("choose modern")
         self.protocol_version = version
 
@@ -445,7 +456,9 @@ class Lifecycle:
         """(client, modern era) The envelope of an outgoing request at the chosen version."""
         self._check_role(Role.CLIENT)
         if self.state is not State.MODERN or self.protocol_version is None:
-            raise RuntimeError(f"no modern protocol version was chosen (state {self.state.value!r})")
+            raise RuntimeError(
+                f"no modern protocol version was chosen (state {self.state.value!r})"
+            )
         return RequestEnvelope(self.protocol_version, dict(capabilities), client_info, log_level)
 
     def stamp(self, params: Mapping[str, Any] | None, envelope: RequestEnvelope) -> dict[str, Any]:
@@ -465,9 +478,13 @@ class Lifecycle:
         self._check_role(Role.CLIENT)
         if self.era is Era.MODERN:
             if method in REMOVED_AT_MODERN:
-                raise RuntimeError(f"{method} does not exist in protocol {self.protocol_version} (it was removed in 2026-07-28)")
+                raise RuntimeError(
+                    f"{method} does not exist in protocol {self.protocol_version} (it was removed in 2026-07-28)"
+                )
         elif not self.initialized and method not in ALWAYS_ALLOWED:
-            raise RuntimeError("the client is not initialized; use Client.connect() or Client.stdio()")
+            raise RuntimeError(
+                "the client is not initialized; use Client.connect() or Client.stdio()"
+            )
 
     # -- server -------------------------------------------------------------------------------------
     @staticmethod
@@ -508,7 +525,8 @@ class Lifecycle:
             if claimed is Era.MODERN:
                 raise McpError(
                     INVALID_REQUEST,
-                    f"{method} carries a 2026-07-28 envelope, but this connection was initialized at {self.protocol_version}",
+                    f"{method} carries a 2026-07-28 envelope, but this connection was"
+                    f" initialized at {self.protocol_version}",
                 )
             return self._admit_handshake(method)
         if claimed is Era.MODERN:
@@ -529,7 +547,9 @@ class Lifecycle:
     def _admit_modern(self, method: str, params: Mapping[str, Any] | None) -> Admission:
         envelope = self.read_envelope(params)
         if method in REMOVED_AT_MODERN:
-            raise McpError(METHOD_NOT_FOUND, f"Method not found: {method} (removed in protocol 2026-07-28)")
+            raise McpError(
+                METHOD_NOT_FOUND, f"Method not found: {method} (removed in protocol 2026-07-28)"
+            )
         return Admission(Era.MODERN, envelope)
 
     @staticmethod
@@ -542,14 +562,21 @@ class Lifecycle:
                 INVALID_PARAMS,
                 f"the request has no params._meta: {PROTOCOL_VERSION_KEY} and {CLIENT_CAPABILITIES_KEY} are required",
             )
-        missing = [key for key in (PROTOCOL_VERSION_KEY, CLIENT_CAPABILITIES_KEY) if key not in meta]
+        missing = [
+            key for key in (PROTOCOL_VERSION_KEY, CLIENT_CAPABILITIES_KEY) if key not in meta
+        ]
         if missing:
-            raise McpError(INVALID_PARAMS, f"params._meta lacks {' and '.join(missing)}, which every request must carry")
+            raise McpError(
+                INVALID_PARAMS,
+                f"params._meta lacks {' and '.join(missing)}, which every request must carry",
+            )
         version, capabilities = meta[PROTOCOL_VERSION_KEY], meta[CLIENT_CAPABILITIES_KEY]
         if not isinstance(version, str):
             raise McpError(INVALID_PARAMS, f"params._meta {PROTOCOL_VERSION_KEY} must be a string")
         if not isinstance(capabilities, Mapping):
-            raise McpError(INVALID_PARAMS, f"params._meta {CLIENT_CAPABILITIES_KEY} must be an object")
+            raise McpError(
+                INVALID_PARAMS, f"params._meta {CLIENT_CAPABILITIES_KEY} must be an object"
+            )
         info = meta.get(CLIENT_INFO_KEY)
         if info is not None and not isinstance(info, Mapping):
             raise McpError(INVALID_PARAMS, f"params._meta {CLIENT_INFO_KEY} must be an object")
@@ -562,7 +589,9 @@ class Lifecycle:
                 f"Unsupported protocol version {version!r}",
                 {"supported": list(MODERN_VERSIONS), "requested": version},
             )
-        return RequestEnvelope(version, dict(capabilities), dict(info) if info is not None else None, level)
+        return RequestEnvelope(
+            version, dict(capabilities), dict(info) if info is not None else None, level
+        )
 
     @staticmethod
     def _initialize_after_modern(params: Mapping[str, Any] | None) -> McpError:
@@ -589,7 +618,11 @@ class Lifecycle:
         if self.state is not State.NEW:
             raise McpError(INVALID_REQUEST, "initialize was already received")
         requested = params.get("protocolVersion")
-        version = requested if isinstance(requested, str) and requested in HANDSHAKE_VERSIONS else LATEST_HANDSHAKE_VERSION
+        version = (
+            requested
+            if isinstance(requested, str) and requested in HANDSHAKE_VERSIONS
+            else LATEST_HANDSHAKE_VERSION
+        )
         caps, info = params.get("capabilities"), params.get("clientInfo")
         self._move("receive initialize")
         self.protocol_version = version
@@ -618,11 +651,16 @@ class Lifecycle:
         in ``declared`` (its capabilities): ``tools/*`` needs ``tools``, and so on."""
         capability = _SERVER_CAPABILITY_OF.get(method.partition("/")[0])
         if capability is not None and capability not in declared:
-            raise McpError(METHOD_NOT_FOUND, f"{method}: this server did not declare the {capability!r} capability")
+            raise McpError(
+                METHOD_NOT_FOUND,
+                f"{method}: this server did not declare the {capability!r} capability",
+            )
 
     def _check_role(self, role: Role) -> None:
         if self.role is not role:
-            raise RuntimeError(f"this is a {role.value}'s operation; the machine keeps the {self.role.value} side")
+            raise RuntimeError(
+                f"this is a {role.value}'s operation; the machine keeps the {self.role.value} side"
+            )
 
 
 _SERVER_CAPABILITY_OF: Mapping[str, str] = {

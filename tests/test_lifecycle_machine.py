@@ -78,17 +78,29 @@ def test_versions_agree_with_mcp_types():
     assert LATEST_HANDSHAKE_VERSION == mcp_types.version.LATEST_HANDSHAKE_VERSION == "2025-11-25"
     assert LATEST_MODERN_VERSION == mcp_types.version.LATEST_MODERN_VERSION == MODERN
     assert SUPPORTED_VERSIONS == (MODERN, "2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05")
-    assert [era_of_version(v) for v in ("2026-07-28", "2024-11-05", "2099-01-01")] == [Era.MODERN, Era.HANDSHAKE, None]
+    assert [era_of_version(v) for v in ("2026-07-28", "2024-11-05", "2099-01-01")] == [
+        Era.MODERN,
+        Era.HANDSHAKE,
+        None,
+    ]
 
 
 def test_new_error_codes_agree_with_mcp_types():
     assert jsonrpc.HEADER_MISMATCH == mcp_types.jsonrpc.HEADER_MISMATCH == -32020
-    assert jsonrpc.MISSING_REQUIRED_CLIENT_CAPABILITY == mcp_types.jsonrpc.MISSING_REQUIRED_CLIENT_CAPABILITY == -32021
-    assert jsonrpc.UNSUPPORTED_PROTOCOL_VERSION == mcp_types.jsonrpc.UNSUPPORTED_PROTOCOL_VERSION == -32022
+    assert (
+        jsonrpc.MISSING_REQUIRED_CLIENT_CAPABILITY
+        == mcp_types.jsonrpc.MISSING_REQUIRED_CLIENT_CAPABILITY
+        == -32021
+    )
+    assert (
+        jsonrpc.UNSUPPORTED_PROTOCOL_VERSION
+        == mcp_types.jsonrpc.UNSUPPORTED_PROTOCOL_VERSION
+        == -32022
+    )
 
 
 def test_removed_methods_are_those_2026_dropped():
-    assert REMOVED_AT_MODERN == {
+    assert {
         "ping",
         "logging/setLevel",
         "resources/subscribe",
@@ -96,7 +108,7 @@ def test_removed_methods_are_those_2026_dropped():
         "initialize",
         "notifications/initialized",
         "notifications/roots/list_changed",
-    }
+    } == REMOVED_AT_MODERN
 
 
 def test_every_transition_is_listed_once_and_close_is_final():
@@ -139,7 +151,12 @@ def test_server_handshake_new_initialized_ready_closed():
     assert (lc.state, lc.era, lc.initialized) == (State.NEW, None, False)
     assert lc.admit("initialize", INIT_PARAMS) == Admission(Era.HANDSHAKE)
     assert lc.receive_initialize(INIT_PARAMS) == "2025-11-25"
-    assert (lc.state, lc.era, lc.initialized, lc.peer_confirmed) == (State.INITIALIZED, Era.HANDSHAKE, True, False)
+    assert (lc.state, lc.era, lc.initialized, lc.peer_confirmed) == (
+        State.INITIALIZED,
+        Era.HANDSHAKE,
+        True,
+        False,
+    )
     assert lc.peer_capabilities == INIT_PARAMS["capabilities"]
     assert lc.peer_info == {"name": "raw", "version": "0"}
     # requests are served before notifications/initialized (as a 2025 server always did)
@@ -175,7 +192,9 @@ def test_server_takes_malformed_capabilities_and_info_as_none():
     assert not lc.peer_supports("roots")
 
 
-@pytest.mark.parametrize("method", ["tools/list", "tools/call", "logging/setLevel", "custom/thing", "server/discover"])
+@pytest.mark.parametrize(
+    "method", ["tools/list", "tools/call", "logging/setLevel", "custom/thing", "server/discover"]
+)
 def test_server_refuses_requests_before_initialize(method):
     lc = server()
     error = mcp_error(-32600, lc.admit, method, None)
@@ -188,7 +207,10 @@ def test_server_refuses_requests_before_initialize(method):
 def test_server_refuses_a_second_initialize():
     lc = server()
     lc.receive_initialize(INIT_PARAMS)
-    for call in (lambda: lc.admit("initialize", INIT_PARAMS), lambda: lc.receive_initialize(INIT_PARAMS)):
+    for call in (
+        lambda: lc.admit("initialize", INIT_PARAMS),
+        lambda: lc.receive_initialize(INIT_PARAMS),
+    ):
         with pytest.raises(McpError) as info:
             call()
         assert (info.value.code, info.value.message) == (-32600, "initialize was already received")
@@ -219,7 +241,9 @@ def test_server_peer_capability_checks_are_local_errors():
     assert lc.peer_supports("roots", "listChanged") and lc.peer_supports("elicitation", "form")
     assert not lc.peer_supports("elicitation", "url") and not lc.peer_supports("sampling")
     lc.require_peer_capability("roots", "roots/list")
-    with pytest.raises(CapabilityError, match="sampling/createMessage needs the peer's 'sampling' capability"):
+    with pytest.raises(
+        CapabilityError, match="sampling/createMessage needs the peer's 'sampling' capability"
+    ):
         lc.require_peer_capability("sampling", "sampling/createMessage")
 
 
@@ -399,8 +423,14 @@ def test_server_discover_without_an_envelope_is_invalid_params():
     [
         ({PROTOCOL_VERSION_KEY: 20260728, CLIENT_CAPABILITIES_KEY: {}}, PROTOCOL_VERSION_KEY),
         ({PROTOCOL_VERSION_KEY: MODERN, CLIENT_CAPABILITIES_KEY: []}, CLIENT_CAPABILITIES_KEY),
-        ({PROTOCOL_VERSION_KEY: MODERN, CLIENT_CAPABILITIES_KEY: {}, CLIENT_INFO_KEY: "me"}, CLIENT_INFO_KEY),
-        ({PROTOCOL_VERSION_KEY: MODERN, CLIENT_CAPABILITIES_KEY: {}, LOG_LEVEL_KEY: 3}, LOG_LEVEL_KEY),
+        (
+            {PROTOCOL_VERSION_KEY: MODERN, CLIENT_CAPABILITIES_KEY: {}, CLIENT_INFO_KEY: "me"},
+            CLIENT_INFO_KEY,
+        ),
+        (
+            {PROTOCOL_VERSION_KEY: MODERN, CLIENT_CAPABILITIES_KEY: {}, LOG_LEVEL_KEY: 3},
+            LOG_LEVEL_KEY,
+        ),
     ],
 )
 def test_a_malformed_envelope_member_is_invalid_params(meta, what):
@@ -423,10 +453,18 @@ def test_the_envelope_carries_client_info_and_log_level():
         "progressToken": 7,
     }
     envelope = dual_era_server().admit("tools/list", {"_meta": meta}).envelope
-    assert envelope == RequestEnvelope(MODERN, {"sampling": {}}, {"name": "c", "version": "1"}, "warning")
+    assert envelope == RequestEnvelope(
+        MODERN, {"sampling": {}}, {"name": "c", "version": "1"}, "warning"
+    )
 
 
-@pytest.mark.parametrize("method", sorted(REMOVED_AT_MODERN - {"initialize", "notifications/initialized", "notifications/roots/list_changed"}))
+@pytest.mark.parametrize(
+    "method",
+    sorted(
+        REMOVED_AT_MODERN
+        - {"initialize", "notifications/initialized", "notifications/roots/list_changed"}
+    ),
+)
 def test_methods_removed_at_2026_are_method_not_found(method):
     lc = dual_era_server()
     lc.admit("tools/list", enveloped())
@@ -475,7 +513,11 @@ def test_capabilities_are_per_request_never_inferred():
     first = lc.admit("tools/call", enveloped({"elicitation": {"form": {}}, "roots": {}})).envelope
     second = lc.admit("tools/call", enveloped({})).envelope
     assert first is not None and second is not None
-    assert first.declares("elicitation") and first.declares("elicitation", "form") and first.declares("roots")
+    assert (
+        first.declares("elicitation")
+        and first.declares("elicitation", "form")
+        and first.declares("roots")
+    )
     assert not first.declares("elicitation", "url") and not first.declares("sampling")
     assert not second.declares("elicitation") and not second.declares("roots")
     # the connection keeps no client capabilities at all at 2026
@@ -526,7 +568,13 @@ def test_client_modern_refuses_removed_methods_locally_naming_the_era():
     lc.choose_modern()
     lc.check_send_request("tools/list")
     lc.check_send_request("server/discover")
-    for method in ("ping", "logging/setLevel", "resources/subscribe", "resources/unsubscribe", "initialize"):
+    for method in (
+        "ping",
+        "logging/setLevel",
+        "resources/subscribe",
+        "resources/unsubscribe",
+        "initialize",
+    ):
         with pytest.raises(RuntimeError, match=f"{method} does not exist in protocol 2026-07-28"):
             lc.check_send_request(method)
     lc.close()
@@ -610,14 +658,20 @@ def test_client_discover_refused_by_a_legacy_server_falls_back_whatever_the_code
 
 def test_client_discover_refused_with_32022_picks_a_mutual_version_and_stays_modern():
     lc = client()
-    error = McpError(-32022, "Unsupported protocol version", {"supported": ["2026-07-28"], "requested": "2027-01-01"})
+    error = McpError(
+        -32022,
+        "Unsupported protocol version",
+        {"supported": ["2026-07-28"], "requested": "2027-01-01"},
+    )
     assert lc.discover_refused(error) is Era.MODERN
     assert (lc.state, lc.protocol_version) == (State.MODERN, MODERN)
 
 
 def test_client_discover_refused_with_32022_and_no_mutual_version_surfaces_the_error():
     lc = client()
-    error = McpError(-32022, "Unsupported protocol version", {"supported": ["2027-01-01"], "requested": MODERN})
+    error = McpError(
+        -32022, "Unsupported protocol version", {"supported": ["2027-01-01"], "requested": MODERN}
+    )
     with pytest.raises(McpError) as info:
         lc.discover_refused(error)
     assert info.value is error
