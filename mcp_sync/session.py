@@ -43,7 +43,8 @@ class Session:
     Attributes:
         endpoint: the JSON-RPC endpoint.
         lifecycle: the connection's :class:`~mcp_sync.lifecycle.Lifecycle` (its state, era,
-            version and the peer's declarations). Call it only under :attr:`lifecycle_lock`.
+            version and the peer's declarations). Anything that changes it runs under
+            :attr:`lifecycle_lock`; reading one of its attributes needs no lock.
         lifecycle_lock: serialises the threads that feed :attr:`lifecycle`.
     """
 
