@@ -23,7 +23,7 @@ from mcp_sync import (
     ServerSession,
     memory_pair,
 )
-from mcp_sync.lifecycle import HANDSHAKE_VERSIONS, LATEST_HANDSHAKE_VERSION
+from mcp_sync.lifecycle import HANDSHAKE_VERSIONS, LATEST_HANDSHAKE_VERSION, State
 from mcp_helpers import (
     WAIT,
     as_wire,
@@ -166,6 +166,28 @@ def test_initialize_returns_the_initialize_result():
             assert client.initialized
         finally:
             client.close()
+
+
+def test_both_lifecycles_end_closed_and_remember_the_handshake():
+    with connected(make_server()) as conn:
+        client, handle = conn.client, conn.handle
+        assert client.lifecycle.state is State.READY
+        wait_until(lambda: handle.session.lifecycle.state is State.READY, "notifications/initialized at the server")
+        client.close()
+        assert handle.wait(WAIT)
+    assert client.lifecycle.state is State.CLOSED and client.initialized
+    wait_until(lambda: handle.session.lifecycle.state is State.CLOSED, "the server's lifecycle to close")
+    assert handle.session.initialized and handle.session.protocol_version == "2025-11-25"
+    with pytest.raises(ConnectionClosed):  # not "not initialized": the connection is what ended
+        client.list_tools()
+
+
+def test_a_second_client_initialize_is_refused_without_sending():
+    with connected(make_server()) as conn:
+        with pytest.raises(RuntimeError, match="initialize cannot be sent"):
+            conn.client.initialize(timeout=WAIT)
+        conn.client.ping(timeout=WAIT)
+        assert methods(conn.wire.received) == ["initialize", "notifications/initialized", "ping"]
 
 
 # -- before initialization -----------------------------------------------------------------------
