@@ -223,6 +223,22 @@ def test_second_initialize_is_refused():
         assert conn.client.call_tool("echo", {"text": "still fine"}).content[0].text == "still fine"
 
 
+def test_two_pipelined_initializes_get_one_answer_and_one_refusal():
+    client_side, server_side = memory_pair()
+    with make_server().serve_in_thread(server_side, max_workers=4) as handle:
+        with Endpoint(client_side) as raw:
+            calls = [raw.submit("initialize", INIT_PARAMS) for _ in range(2)]
+            outcomes = []
+            for call in calls:
+                try:
+                    outcomes.append(call.result(WAIT)["protocolVersion"])
+                except McpError as exc:
+                    outcomes.append(exc.code)
+            assert sorted(outcomes, key=str) == [-32600, "2025-11-25"]
+            assert handle.session.initialized
+        assert handle.wait(WAIT)
+
+
 def test_client_refuses_to_send_requests_before_initialize():
     client_side, server_side = memory_pair()
     client = Client(client_side)
