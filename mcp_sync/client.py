@@ -30,11 +30,12 @@ from . import deadlines
 from .call_options import CallOptions
 from .context import Context
 from .endpoint import CancelObserver, Endpoint, EndpointStats, PendingCall
-from .errors import CapabilityError, ConnectionClosed, McpError
+from .errors import CapabilityError, ConnectionClosed, McpError, PeerMisbehaved
 from .jsonrpc import METHOD_NOT_FOUND, Notification, RequestId
+from .lifecycle import LATEST_HANDSHAKE_VERSION, Role, State
 from .protocol import InboundRequest
 from .results import CLIENT_REQUEST_RESULTS, mcp_models, parser_for
-from .session import LATEST_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS, Session
+from .session import Session
 from .transports.base import Transport
 from .transports.subprocess import StderrMode, SubprocessTransport
 from .wire import model_to_wire
@@ -126,7 +127,7 @@ class Client(Session):
         max_queued_callbacks: int = MAX_QUEUED_CALLBACKS,
         on_cancelled: CancelObserver | None = None,
         default_timeout: float | None = None,
-        protocol_version: str = LATEST_PROTOCOL_VERSION,
+        protocol_version: str = LATEST_HANDSHAKE_VERSION,
     ) -> None:
         endpoint = Endpoint(
             transport,
@@ -139,7 +140,7 @@ class Client(Session):
             name="mcp_sync-client",
             default_timeout=default_timeout,
         )
-        super().__init__(endpoint)
+        super().__init__(endpoint, Role.CLIENT)
         self.transport = transport
         self.client_info = {"name": name, "version": version or _version()}
         self._roots = roots
@@ -294,18 +295,26 @@ class Client(Session):
             "capabilities": self.capabilities(),
             "clientInfo": self.client_info,
         }
-        result = self.endpoint.submit("initialize", params, timeout=timeout).result()
-        version = result.get("protocolVersion") if isinstance(result, dict) else None
-        if version not in SUPPORTED_PROTOCOL_VERSIONS:
-            raise ConnectionClosed(f"the server answered protocol version {version!r}, which mcp_sync does not speak")
-        self.protocol_version = version
-        caps = result.get("capabilities")
-        self.peer_capabilities = caps if isinstance(caps, dict) else {}
-        info = result.get("serverInfo")
-        self.peer_info = info if isinstance(info, dict) else {}
+        with self.lifecycle_lock:
+            self.lifecycle.send_initialize()
+        try:
+            result = self.endpoint.submit("initialize", params, timeout=timeout).result()
+        except BaseException:
+            with self.lifecycle_lock:
+                self.lifecycle.initialize_failed()
+            raise
+        with self.lifecycle_lock:
+            if self.lifecycle.state is State.CLOSED:
+                raise ConnectionClosed("the connection closed during the handshake")
+            try:
+                self.lifecycle.initialize_answered(result)
+            except PeerMisbehaved as exc:
+                raise ConnectionClosed(str(exc)) from None
         self.server_instructions = result.get("instructions")
         self.endpoint.notify("notifications/initialized")
-        self._initialized.set()
+        with self.lifecycle_lock:  # only now: no request may overtake notifications/initialized
+            if self.lifecycle.state is State.INITIALIZED:
+                self.lifecycle.send_initialized()
         return dict(result)
 
     @property
@@ -350,8 +359,7 @@ class Client(Session):
         raw result dict. ``options``: the :class:`~mcp_sync.call_options.CallOptions`;
         ``related_request``: see :meth:`Endpoint.submit <mcp_sync.endpoint.Endpoint.submit>`.
         """
-        if not self.initialized and method not in ("initialize", "ping"):
-            raise RuntimeError("the client is not initialized; use Client.connect() or Client.stdio()")
+        self.lifecycle.check_send_request(method)
         call = super().submit(method, params, related_request=related_request, **options)
         model = None if raw else CLIENT_REQUEST_RESULTS.get(method)
         return call if model is None else call.decode_result_with(parser_for(model))

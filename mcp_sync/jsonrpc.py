@@ -27,6 +27,9 @@ __all__ = [
     "INTERNAL_ERROR",
     "RESOURCE_NOT_FOUND",
     "URL_ELICITATION_REQUIRED",
+    "HEADER_MISMATCH",
+    "MISSING_REQUIRED_CLIENT_CAPABILITY",
+    "UNSUPPORTED_PROTOCOL_VERSION",
     "MAX_NESTING_DEPTH",
     "RequestId",
     "Request",
@@ -49,6 +52,12 @@ INVALID_PARAMS = -32602
 INTERNAL_ERROR = -32603
 RESOURCE_NOT_FOUND = -32002
 URL_ELICITATION_REQUIRED = -32042
+HEADER_MISMATCH = -32020
+"""(2026-07-28, HTTP) A routing header disagrees with the request body."""
+MISSING_REQUIRED_CLIENT_CAPABILITY = -32021
+"""(2026-07-28) The request needs a client capability its envelope does not declare."""
+UNSUPPORTED_PROTOCOL_VERSION = -32022
+"""(2026-07-28) The request's protocol version is not served (``data``: supported, requested)."""
 
 RequestId = Union[int, str]
 

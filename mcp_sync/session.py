@@ -1,36 +1,28 @@
-"""The MCP lifecycle on an endpoint: versions, capabilities, ping, and the shared session base.
+"""The MCP session on an endpoint: its lifecycle, ping, and the shared session base.
 
-A :class:`Session` owns one :class:`~mcp_sync.endpoint.Endpoint` and knows what was
-negotiated during ``initialize``: the protocol version and the peer's capabilities and
-identity. :class:`~mcp_sync.server.ServerSession` and :class:`~mcp_sync.client.Client` build
-on it.
+A :class:`Session` owns one :class:`~mcp_sync.endpoint.Endpoint` and one
+:class:`~mcp_sync.lifecycle.Lifecycle`, which knows what was negotiated: the protocol version
+and the peer's capabilities and identity. :class:`~mcp_sync.server.ServerSession` and
+:class:`~mcp_sync.client.Client` build on it.
 """
 
 from __future__ import annotations
 
 import threading
-from typing import Any, Callable, Mapping
+from typing import Any, Callable
 
 from typing_extensions import Unpack
 
 from .call_options import CallOptions
 from .endpoint import Endpoint, PendingCall
-from .errors import CapabilityError
 from .jsonrpc import RequestId
+from .lifecycle import Lifecycle, Role
 
 __all__ = [
-    "LATEST_PROTOCOL_VERSION",
-    "SUPPORTED_PROTOCOL_VERSIONS",
-    "negotiate_version",
     "Session",
     "LOG_LEVELS",
 ]
 
-
-SUPPORTED_PROTOCOL_VERSIONS: tuple[str, ...] = ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05")
-"""The handshake-era revisions mcp_sync speaks, newest first."""
-
-LATEST_PROTOCOL_VERSION = SUPPORTED_PROTOCOL_VERSIONS[0]
 
 LOG_LEVELS: tuple[str, ...] = (
     "debug",
@@ -45,50 +37,58 @@ LOG_LEVELS: tuple[str, ...] = (
 """MCP (syslog) log levels, least severe first."""
 
 
-def negotiate_version(requested: object) -> str:
-    """The version a server answers: the client's if supported, else the newest we speak."""
-    if isinstance(requested, str) and requested in SUPPORTED_PROTOCOL_VERSIONS:
-        return requested
-    return LATEST_PROTOCOL_VERSION
-
-
 class Session:
     """Shared plumbing of both sides of an MCP connection.
 
     Attributes:
         endpoint: the JSON-RPC endpoint.
-        protocol_version: the negotiated version (``None`` before initialization).
-        peer_capabilities: what the peer declared in the handshake (a plain dict).
-        peer_info: the peer's ``clientInfo``/``serverInfo`` (a plain dict).
+        lifecycle: the connection's :class:`~mcp_sync.lifecycle.Lifecycle` (its state, era,
+            version and the peer's declarations). Anything that changes it runs under
+            :attr:`lifecycle_lock`; reading one of its attributes needs no lock.
+        lifecycle_lock: serialises the threads that feed :attr:`lifecycle`.
     """
 
-    def __init__(self, endpoint: Endpoint) -> None:
+    def __init__(self, endpoint: Endpoint, role: Role) -> None:
         self.endpoint = endpoint
-        self.protocol_version: str | None = None
-        self.peer_capabilities: dict[str, Any] = {}
-        self.peer_info: dict[str, Any] = {}
-        self._initialized = threading.Event()
+        self.lifecycle = Lifecycle(role)
+        self.lifecycle_lock = threading.Lock()
+        endpoint.add_close_callback(self._lifecycle_closed)
+
+    def _lifecycle_closed(self) -> None:
+        with self.lifecycle_lock:
+            self.lifecycle.close()
 
     @property
     def initialized(self) -> bool:
         """True once the ``initialize`` handshake has completed."""
-        return self._initialized.is_set()
+        return self.lifecycle.initialized
+
+    @property
+    def protocol_version(self) -> str | None:
+        """The negotiated version (``None`` before initialization)."""
+        return self.lifecycle.protocol_version
+
+    @property
+    def peer_capabilities(self) -> dict[str, Any]:
+        """What the peer declared in the handshake (a plain dict)."""
+        return self.lifecycle.peer_capabilities
+
+    @peer_capabilities.setter
+    def peer_capabilities(self, value: dict[str, Any]) -> None:
+        self.lifecycle.peer_capabilities = value
+
+    @property
+    def peer_info(self) -> dict[str, Any]:
+        """The peer's ``clientInfo``/``serverInfo`` (a plain dict)."""
+        return self.lifecycle.peer_info
 
     def peer_supports(self, capability: str, sub: str | None = None) -> bool:
         """True if the peer declared ``capability`` (and ``sub`` inside it, if given)."""
-        value = self.peer_capabilities.get(capability)
-        if value is None:
-            return False
-        if sub is None:
-            return True
-        # a sub-capability is declared by presence: {"url": {}} counts, only absent/false do not
-        inner = value.get(sub) if isinstance(value, Mapping) else None
-        return inner is not None and inner is not False
+        return self.lifecycle.peer_supports(capability, sub)
 
     def require_capability(self, capability: str, what: str) -> None:
         """Raise :class:`~mcp_sync.errors.CapabilityError` unless the peer declared it."""
-        if not self.peer_supports(capability):
-            raise CapabilityError(f"{what} needs the peer's {capability!r} capability, which it did not declare")
+        self.lifecycle.require_peer_capability(capability, what)
 
     # -- requests and notifications -----------------------------------------------------------
     def submit(

@@ -23,7 +23,7 @@ from mcp_sync import (
     ServerSession,
     memory_pair,
 )
-from mcp_sync.session import LATEST_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS
+from mcp_sync.lifecycle import HANDSHAKE_VERSIONS, LATEST_HANDSHAKE_VERSION, State
 
 from support.messages import as_wire, methods, responses_to, with_method
 from support.recording import RecordingTransport
@@ -32,7 +32,7 @@ from support.waiting import WAIT, wait_event, wait_until
 
 
 INIT_PARAMS = {
-    "protocolVersion": LATEST_PROTOCOL_VERSION,
+    "protocolVersion": LATEST_HANDSHAKE_VERSION,
     "capabilities": {},
     "clientInfo": {"name": "raw", "version": "0"},
 }
@@ -50,8 +50,8 @@ def make_server(**options) -> Server:
 
 # -- version negotiation ------------------------------------------------------------------------
 def test_latest_version_is_2025_11_25():
-    assert LATEST_PROTOCOL_VERSION == "2025-11-25"
-    assert set(SUPPORTED_PROTOCOL_VERSIONS) == {"2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"}
+    assert LATEST_HANDSHAKE_VERSION == "2025-11-25"
+    assert set(HANDSHAKE_VERSIONS) == {"2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"}
 
 
 @pytest.mark.parametrize("version", ["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"])
@@ -132,7 +132,7 @@ def test_capabilities_and_identity_are_recorded_on_both_sides():
         assert "logging" in client.server_capabilities
         assert client.server_instructions == "Use echo to echo."
         # the client sent notifications/initialized after the handshake
-        wait_event(session.client_initialized, "notifications/initialized at the server")
+        wait_until(lambda: session.lifecycle.peer_confirmed, "notifications/initialized at the server")
         assert methods(conn.wire.received)[:2] == ["initialize", "notifications/initialized"]
 
 
@@ -160,6 +160,28 @@ def test_initialize_returns_the_initialize_result():
             assert client.initialized
         finally:
             client.close()
+
+
+def test_both_lifecycles_end_closed_and_remember_the_handshake():
+    with connected(make_server()) as conn:
+        client, handle = conn.client, conn.handle
+        assert client.lifecycle.state is State.READY
+        wait_until(lambda: handle.session.lifecycle.state is State.READY, "notifications/initialized at the server")
+        client.close()
+        assert handle.wait(WAIT)
+    assert client.lifecycle.state is State.CLOSED and client.initialized
+    wait_until(lambda: handle.session.lifecycle.state is State.CLOSED, "the server's lifecycle to close")
+    assert handle.session.initialized and handle.session.protocol_version == "2025-11-25"
+    with pytest.raises(ConnectionClosed):  # not "not initialized": the connection is what ended
+        client.list_tools()
+
+
+def test_a_second_client_initialize_is_refused_without_sending():
+    with connected(make_server()) as conn:
+        with pytest.raises(RuntimeError, match="initialize cannot be sent"):
+            conn.client.initialize(timeout=WAIT)
+        conn.client.ping(timeout=WAIT)
+        assert methods(conn.wire.received) == ["initialize", "notifications/initialized", "ping"]
 
 
 # -- before initialization -----------------------------------------------------------------------
@@ -193,6 +215,22 @@ def test_second_initialize_is_refused():
             conn.client.request("initialize", INIT_PARAMS, timeout=WAIT)
         assert info.value.code == -32600
         assert conn.client.call_tool("echo", {"text": "still fine"}).content[0].text == "still fine"
+
+
+def test_two_pipelined_initializes_get_one_answer_and_one_refusal():
+    client_side, server_side = memory_pair()
+    with make_server().serve_in_thread(server_side, max_workers=4) as handle:
+        with Endpoint(client_side) as raw:
+            calls = [raw.submit("initialize", INIT_PARAMS) for _ in range(2)]
+            outcomes = []
+            for call in calls:
+                try:
+                    outcomes.append(call.result(WAIT)["protocolVersion"])
+                except McpError as exc:
+                    outcomes.append(exc.code)
+            assert sorted(outcomes, key=str) == [-32600, "2025-11-25"]
+            assert handle.session.initialized
+        assert handle.wait(WAIT)
 
 
 def test_client_refuses_to_send_requests_before_initialize():

@@ -28,7 +28,7 @@ from typing import Any, Callable, Literal, Sequence, TextIO
 from ..endpoint import Endpoint, PendingCall
 from ..errors import ConnectionClosed, McpError
 from ..jsonrpc import ErrorResponse, Response, decode
-from ..session import LATEST_PROTOCOL_VERSION
+from ..lifecycle import LATEST_HANDSHAKE_VERSION
 from ..transports.base import Transport
 from ..transports.subprocess import SubprocessTransport
 
@@ -204,7 +204,7 @@ class CancellationChecker:
     # -- the checks -----------------------------------------------------------------------------
     def _initialize_params(self) -> dict[str, Any]:
         return {
-            "protocolVersion": LATEST_PROTOCOL_VERSION,
+            "protocolVersion": LATEST_HANDSHAKE_VERSION,
             "capabilities": {},
             "clientInfo": {"name": "mcp-sync check-cancel", "version": "1"},
         }

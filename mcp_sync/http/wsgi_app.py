@@ -58,8 +58,8 @@ from ..jsonrpc import (
     id_key,
 )
 from .checks import HostAllowList, Refusal, check_content_type, read_body
+from ..lifecycle import HANDSHAKE_VERSIONS
 from ..protocol import CANCELLED_METHOD as CANCELLED
-from ..session import SUPPORTED_PROTOCOL_VERSIONS
 from ..transports.batching import BATCH_REVISIONS, EMPTY_BATCH, split_batch
 from .session_transport import HttpSessionTransport
 from .sse import EventStream, parse_event_id
@@ -441,7 +441,7 @@ class McpWsgiApp:
             return None, _jsonrpc_error(start_response, "404 Not Found", INVALID_REQUEST, "Session not found", request_id)
         entry.last_seen = self._clock()
         version = environ.get("HTTP_MCP_PROTOCOL_VERSION")
-        if version is not None and version not in SUPPORTED_PROTOCOL_VERSIONS:
+        if version is not None and version not in HANDSHAKE_VERSIONS:
             return None, _jsonrpc_error(
                 start_response, "400 Bad Request", INVALID_REQUEST, f"Unsupported MCP-Protocol-Version: {version}", request_id
             )

@@ -4,7 +4,6 @@ of each request to its feature's handler (after the initialization and capabilit
 from __future__ import annotations
 
 import functools
-import threading
 import uuid
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping
 
@@ -14,10 +13,11 @@ from ..call_options import CallOptions
 from ..cancel import CancelToken
 from ..endpoint import Endpoint
 from ..errors import CapabilityError, McpError
-from ..jsonrpc import INVALID_REQUEST, METHOD_NOT_FOUND, Notification, RequestId
+from ..jsonrpc import METHOD_NOT_FOUND, Notification, RequestId
+from ..lifecycle import Lifecycle, Role
 from ..protocol import InboundRequest
 from ..results import SERVER_REQUEST_RESULTS, parser_for
-from ..session import LOG_LEVELS, Session, negotiate_version
+from ..session import LOG_LEVELS, Session
 from ..transports.base import Transport
 from ..workers import WorkerPool
 from . import completion, logging_bridge, prompts, resources, tools
@@ -46,16 +46,6 @@ FEATURE_HANDLERS: dict[str, MethodHandler] = {
 }
 """The built-in request methods after the handshake, and the function serving each."""
 
-_CAPABILITY_OF = {
-    "tools": "tools",
-    "resources": "resources",
-    "prompts": "prompts",
-    "completion": "completions",
-    "logging": "logging",
-}
-"""Method prefix -> the server capability it needs."""
-
-
 class ServerSession(Session):
     """One client connection to a :class:`Server`."""
 
@@ -71,10 +61,9 @@ class ServerSession(Session):
             inline_handlers={"ping": lambda _request: {}},
             name=f"mcp_sync-server-{server.name}",
         )
-        super().__init__(endpoint)
+        super().__init__(endpoint, Role.SERVER)
         self.server = server
         self.log_level: str = "debug"
-        self.client_initialized = threading.Event()
         self.on_roots_changed: Callable[[], Any] | None = None
         self._handlers: dict[str, Callable[[InboundRequest, CancelToken], Any]] = {
             "initialize": self._on_initialize,
@@ -95,48 +84,39 @@ class ServerSession(Session):
             custom = self.server.registry.method(request.method)
             if custom is None:
                 raise McpError(METHOD_NOT_FOUND, f"Method not found: {request.method}")
-            self._require_initialized(request)
+            self._admit(request)
             return custom(self, request, request.token)
+        self._admit(request)
         if request.method != "initialize":
-            self._require_initialized(request)
-            capability = _CAPABILITY_OF.get(request.method.partition("/")[0])
-            if capability is not None and capability not in self.declared_capabilities:
-                raise McpError(
-                    METHOD_NOT_FOUND,
-                    f"{request.method}: this server did not declare the {capability!r} capability",
-                )
+            Lifecycle.check_served(request.method, self.declared_capabilities)
         return handler(request, request.token)
 
-    def _require_initialized(self, request: InboundRequest) -> None:
-        if not self.initialized:
-            raise McpError(INVALID_REQUEST, f"{request.method} received before initialization completed")
+    def _admit(self, request: InboundRequest) -> None:
+        """Raise the error owed if the lifecycle does not allow ``request`` now."""
+        with self.lifecycle_lock:
+            self.lifecycle.admit(request.method, request.params)
 
     def _handle_notification(self, notification: Notification) -> None:
-        if notification.method == "notifications/initialized":
-            self.client_initialized.set()
-        elif notification.method == "notifications/roots/list_changed":
+        with self.lifecycle_lock:
+            if not self.lifecycle.receive_notification(notification.method):
+                return
+        if notification.method == "notifications/roots/list_changed":
             if self.on_roots_changed is not None:
                 self.on_roots_changed()
 
     # -- lifecycle ----------------------------------------------------------------------------
     def _on_initialize(self, request: InboundRequest, token: CancelToken) -> dict[str, Any]:
-        params = request.params
-        if self.initialized:
-            raise McpError(INVALID_REQUEST, "initialize was already received")
-        capabilities = params.get("capabilities")
-        info = params.get("clientInfo")
-        self.protocol_version = negotiate_version(params.get("protocolVersion"))
-        self.peer_capabilities = capabilities if isinstance(capabilities, dict) else {}
-        self.peer_info = info if isinstance(info, dict) else {}
-        self.declared_capabilities = self.server.capabilities()
+        declared = self.server.capabilities()
+        with self.lifecycle_lock:  # a request admitted once initialized sees what we declared
+            version = self.lifecycle.receive_initialize(request.params)
+            self.declared_capabilities = declared
         result: dict[str, Any] = {
-            "protocolVersion": self.protocol_version,
+            "protocolVersion": version,
             "capabilities": self.declared_capabilities,
             "serverInfo": {"name": self.server.name, "version": self.server.version},
         }
         if self.server.instructions:
             result["instructions"] = self.server.instructions
-        self._initialized.set()
         return result
 
     def send_log(
