@@ -54,7 +54,10 @@ STEPS: list[dict[str, Any]] = [
 ]
 NEXT_MARKER = {"cancel": "STARTED slow timeout", "timeout": "STARTED slow after"}
 """For a cancelled step, a marker written by the step after it: our handler must have stopped
-(its CANCELLED marker written) before the next step began, not merely when the session closed."""
+(its CANCELLED marker written) before the next step began, not merely when the session closed.
+The peer runs slow calls one at a time (``SLOW_ONE_AT_A_TIME``), so the next step's marker
+cannot race the cancelled handler's from another worker; a handler that did not stop would
+write FINISHED only after its 20 s, and the next step's marker would follow that."""
 
 ROOTS = "file:///tmp/interop-r1,file:///tmp/interop-r2"
 

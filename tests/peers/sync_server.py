@@ -36,6 +36,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import threading
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
@@ -98,18 +99,29 @@ def place(at: dict, label: str = "pin") -> dict:
     return {"label": label, "x": at["x"], "y": at["y"]}
 
 
+SLOW_ONE_AT_A_TIME = threading.Lock()
+"""Slow calls run one after another, so markers of consecutive calls are ordered: a call's
+STARTED marker can only follow the previous call's CANCELLED (or FINISHED) marker, never race
+it from another worker thread."""
+
+
 @server.tool()
 def slow(seconds: float, ctx: Context, steps: int = 10, tag: str = "") -> str:
     """Wait `seconds` in `steps` steps, reporting progress; stops at once when cancelled."""
-    event("STARTED slow", tag)
-    steps = max(1, steps)
-    for i in range(steps):
-        if ctx.wait(seconds / steps):
-            event("CANCELLED slow", tag)
-            return "stopped"  # discarded: a cancelled request gets no response
-        ctx.report_progress(i + 1, steps, f"step {i + 1}/{steps}")
-    event("FINISHED slow", tag)
-    return f"slept {seconds}"
+    if not SLOW_ONE_AT_A_TIME.acquire(timeout=60):
+        raise RuntimeError("an earlier slow call never ended")
+    try:
+        event("STARTED slow", tag)
+        steps = max(1, steps)
+        for i in range(steps):
+            if ctx.wait(seconds / steps):
+                event("CANCELLED slow", tag)
+                return "stopped"  # discarded: a cancelled request gets no response
+            ctx.report_progress(i + 1, steps, f"step {i + 1}/{steps}")
+        event("FINISHED slow", tag)
+        return f"slept {seconds}"
+    finally:
+        SLOW_ONE_AT_A_TIME.release()
 
 
 @server.tool()
