@@ -9,6 +9,8 @@ import time
 
 import pytest
 
+from mcp_sync import deadlines
+
 # A shell starts background jobs with SIGINT ignored, and children inherit that: a Python
 # child whose SIGINT is ignored at start never raises KeyboardInterrupt, so the tests that
 # press Ctrl-C on a child would hang. Handling SIGINT here gives every child the default
@@ -20,6 +22,9 @@ if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
 def _wait_for_threads(before: set[threading.Thread], limit: float) -> list[threading.Thread]:
     end = time.monotonic() + limit
     while True:
+        # the deadline thread lingers a while when idle: end it now if (and only if) no
+        # deadline is pending; a pending one keeps it alive, and that is reported as a leak
+        deadlines.stop_idle_scheduler(0)
         extra = [t for t in threading.enumerate() if t not in before and t.is_alive()]
         if not extra or time.monotonic() >= end:
             return extra

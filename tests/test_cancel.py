@@ -387,7 +387,7 @@ def test_with_timeout_fires():
     token = CancelToken.with_timeout(0.05)
     assert token.wait(5), "with_timeout token did not fire within 5 s"
     assert token.reason == "timeout"
-    wait_until(lambda: not deadlines.scheduler_thread_alive(), "the scheduler to exit")
+    wait_until(lambda: deadlines.pending_deadlines() == 0, "the deadline to be gone")
 
 
 def test_with_timeout_child_of_parent():
@@ -397,7 +397,7 @@ def test_with_timeout_child_of_parent():
     parent.cancel("parent went away")
     assert token.cancelled and token.reason == "parent went away"
     wait_until(
-        lambda: not deadlines.scheduler_thread_alive(),
+        lambda: deadlines.pending_deadlines() == 0,
         "the deadline of a token cancelled through its parent to be removed",
     )
 
@@ -415,8 +415,8 @@ def test_deadline_removed_when_cancelled_earlier():
     assert deadlines.scheduler_thread_alive()
     assert token.cancel("early") is True
     wait_until(
-        lambda: not deadlines.scheduler_thread_alive(),
-        "the scheduler thread to exit after the only deadline was cancelled",
+        lambda: deadlines.pending_deadlines() == 0,
+        "the only deadline to be gone once cancelled",
     )
     assert token.reason == "early"
 
@@ -427,7 +427,7 @@ def test_set_deadline_replaces_earlier_one():
     token.set_deadline(0.02, reason="second deadline")
     assert token.wait(5), "replacement deadline did not fire"
     assert token.reason == "second deadline"
-    wait_until(lambda: not deadlines.scheduler_thread_alive(), "the scheduler to exit")
+    wait_until(lambda: deadlines.pending_deadlines() == 0, "the deadline to be gone")
 
 
 def test_set_deadline_on_cancelled_token_is_removed():
@@ -435,8 +435,8 @@ def test_set_deadline_on_cancelled_token_is_removed():
     token.cancel("gone")
     token.set_deadline(60)
     wait_until(
-        lambda: not deadlines.scheduler_thread_alive(),
-        "the scheduler to exit although a deadline was on a cancelled token",
+        lambda: deadlines.pending_deadlines() == 0,
+        "the deadline on a cancelled token to be gone",
     )
     assert token.reason == "gone"
 
@@ -464,7 +464,7 @@ def test_scheduler_runs_in_deadline_order_and_survives_failures(caplog):
         assert done.wait(5), f"deadlines did not all run: {order}"
     assert order == [1, 2, 3]
     assert any("deadline callback failed" in r.getMessage() for r in caplog.records)
-    wait_until(lambda: not deadlines.scheduler_thread_alive(), "the scheduler to exit")
+    wait_until(lambda: deadlines.pending_deadlines() == 0, "the deadline to be gone")
 
 
 @pytest.mark.parametrize("far", [math.inf, 1e300])
@@ -478,11 +478,11 @@ def test_an_infinite_or_huge_delay_does_not_stop_the_scheduler(far):
     assert marker.wait(5), "a deadline scheduled after an infinite one did not run"
     assert entry.active and not never.is_set()
     entry.cancel()
-    wait_until(lambda: not deadlines.scheduler_thread_alive(), "the scheduler to exit")
+    wait_until(lambda: deadlines.pending_deadlines() == 0, "the deadline to be gone")
     token = CancelToken.with_timeout(math.inf)
     assert not token.wait(0.01) and not token.cancelled
     token.cancel()
-    wait_until(lambda: not deadlines.scheduler_thread_alive(), "the scheduler to exit")
+    wait_until(lambda: deadlines.pending_deadlines() == 0, "the deadline to be gone")
 
 
 def test_deadline_cancel_prevents_callback():
@@ -497,7 +497,7 @@ def test_deadline_cancel_prevents_callback():
     deadlines.schedule(0.1, marker.set)
     assert marker.wait(5)
     assert not fired.is_set()
-    wait_until(lambda: not deadlines.scheduler_thread_alive(), "the scheduler to exit")
+    wait_until(lambda: deadlines.pending_deadlines() == 0, "the deadline to be gone")
 
 
 def test_one_scheduler_thread_for_many_timeouts():
@@ -507,4 +507,4 @@ def test_one_scheduler_thread_for_many_timeouts():
     assert [t.name for t in new] == ["mcp_sync-deadlines"]
     for token in tokens:
         token.cancel()
-    wait_until(lambda: not deadlines.scheduler_thread_alive(), "the scheduler to exit")
+    wait_until(lambda: deadlines.pending_deadlines() == 0, "the deadline to be gone")

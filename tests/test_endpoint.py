@@ -321,14 +321,14 @@ def test_timeout_raises_request_timeout_and_cancels_on_the_wire():
             {"requestId": call.request_id, "reason": "timed out after 0.5 s"}
         ]
         assert p.server_t.responses_to(call.request_id) == []
-    wait_until(lambda: not deadlines.scheduler_thread_alive(), "the deadline scheduler to stop")
+    wait_until(lambda: deadlines.pending_deadlines() == 0, "the call timeouts to be gone")
 
 
 def test_timeout_entry_removed_when_call_completes():
     with endpoint_pair({"echo": echo}) as p:
         assert p.client.request("echo", {"v": 1}, timeout=60) == {"v": 1}
         wait_until(
-            lambda: not deadlines.scheduler_thread_alive(),
+            lambda: deadlines.pending_deadlines() == 0,
             "the completed call's timeout to leave the scheduler",
         )
 
@@ -424,7 +424,7 @@ def test_reset_timeout_on_progress_keeps_call_alive_until_max_total():
         (cancel,) = p.client_t.cancels()
         assert cancel["params"] == {"requestId": call.request_id, "reason": "maximum total timeout reached"}
         assert len(ticks) > 10
-    wait_until(lambda: not deadlines.scheduler_thread_alive(), "the deadline scheduler to stop")
+    wait_until(lambda: deadlines.pending_deadlines() == 0, "the call timeouts to be gone")
 
 
 def test_reset_timeout_on_progress_without_callback():
@@ -724,6 +724,8 @@ def test_close_joins_every_thread():
         assert p.client.close() == []
         assert p.server.close() == []
         assert p.client.close() == []  # idempotent
+    # close() removed every timeout; the process-wide deadline thread then only lingers
+    assert deadlines.stop_idle_scheduler(WAIT), "a closed endpoint left a deadline pending"
     left = [t.name for t in started if t.is_alive()]
     assert left == [], f"threads still running after close(): {left}"
 

@@ -231,7 +231,7 @@ def race_round(
         assert shared_token._callbacks == [], (
             f"{len(shared_token._callbacks)} finished calls still hang on a shared cancel token"
         )
-    wait_until(lambda: not deadlines.scheduler_thread_alive(), "the scheduler to drop the call timeouts")
+    wait_until(lambda: deadlines.pending_deadlines() == 0, "the scheduler to drop the call timeouts")
     return stats
 
 

@@ -16,6 +16,7 @@ from typing import Any, Iterator
 
 import pytest
 
+from mcp_sync import deadlines
 from mcp_sync import CancelToken, Cancelled, Client, Context, McpError, RequestTimeout, SubprocessTransport
 
 from support.interop import OFFICIAL_SERVER, prewarm_workers, read_events, wait_for_marker
@@ -121,6 +122,7 @@ def peer(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Peer]:
     assert transport.process.poll() is not None, "the official server process was not reaped"
     end = time.monotonic() + 5
     while True:
+        deadlines.stop_idle_scheduler(0)  # idle, it only lingers; with a deadline pending it stays
         left = [t for t in threading.enumerate() if t not in before and t.is_alive()]
         if not left or time.monotonic() >= end:
             break

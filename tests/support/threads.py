@@ -7,6 +7,7 @@ import sys
 import threading
 import time
 
+from mcp_sync import deadlines
 from support.waiting import WAIT, wait_until
 
 
@@ -43,6 +44,7 @@ def new_threads(before: set[threading.Thread]) -> list[threading.Thread]:
 def join_new_threads(before: set[threading.Thread], limit: float = WAIT) -> list[threading.Thread]:
     """Join every thread started since ``before`` (bounded); returns those still alive."""
     end = time.monotonic() + limit
+    deadlines.stop_idle_scheduler(0)  # idle, it only lingers; with a deadline pending it stays
     for thread in new_threads(before):
         thread.join(max(0.0, end - time.monotonic()))
     return new_threads(before)
