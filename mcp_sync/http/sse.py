@@ -154,6 +154,11 @@ class EventStream:
             with self._cond:
                 self._consumers -= 1
 
+    def wait_ended(self, timeout: float) -> bool:
+        """True once the stream has ended (waiting at most ``timeout`` seconds for it)."""
+        with self._cond:
+            return self._cond.wait_for(lambda: self._ended, timeout)
+
     def wait_for_event(self, timeout: float) -> bytes | None:
         """For JSON (non-SSE) answers: the next undelivered event, or ``None`` once the
         stream ended without one or ``timeout`` passed."""

@@ -86,6 +86,10 @@ HTTP status (401 or 403) to refuse; it may also raise :class:`PermissionError` (
 
 StartResponse = Callable[..., Any]
 
+QUICK_ANSWER_WINDOW = 0.005
+"""Seconds a request's SSE answer is held back: a stream that ends within it (a quick
+call) is sent whole, with a ``Content-Length``, which keeps the connection reusable."""
+
 _SSE_HEADERS = (("Content-Type", "text/event-stream"), ("Cache-Control", "no-cache, no-transform"), ("X-Accel-Buffering", "no"))
 """Headers of every SSE answer (the last one keeps proxies such as nginx from buffering)."""
 
@@ -504,6 +508,13 @@ class McpWsgiApp:
             if data is None:
                 return _plain(start_response, "204 No Content", "", headers)  # cancelled: no answer
             return _json(start_response, "200 OK", data, headers)
+        if stream.wait_ended(QUICK_ANSWER_WINDOW):
+            # answered at once: the same events, sent with a length, so that the connection
+            # stays open for the next request (a WSGI server closes it after a body of
+            # unknown length)
+            body = b"".join(stream.events(0, keepalive=self.keepalive))
+            start_response("200 OK", [*_SSE_HEADERS, ("Content-Length", str(len(body))), *headers])
+            return [body]
         start_response(
             "200 OK",
             [*_SSE_HEADERS, *headers],
