@@ -7,7 +7,9 @@ thread per connection, which this module re-exports).
 
 * ``POST`` carries one JSON-RPC message. A request is answered with an SSE stream (or with
   JSON when the client accepts only JSON) that ends with the response; notifications and
-  responses get ``202 Accepted``.
+  responses get ``202 Accepted``. A stream that ends within :data:`QUICK_ANSWER_WINDOW` (a
+  quick call) is sent whole with a ``Content-Length``, so that the WSGI server keeps the
+  connection open for the next request.
 * ``GET`` opens the session's standalone SSE stream (server-to-client messages that belong
   to no request); ``Last-Event-ID`` resumes any stream from a bounded replay buffer. A
   request stream that ended with nothing left to replay (answered, or cancelled: it never
