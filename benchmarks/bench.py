@@ -1,6 +1,6 @@
 """Measure mcp_sync against the official MCP Python SDK, side by side, in one run.
 
-    python benchmarks/bench.py [--calls N] [--rounds R] [--http] [--json FILE]
+    python benchmarks/bench.py [--calls N] [--rounds R] [--http] [--no-stdio] [--json FILE]
 
 Each client runs in a fresh subprocess against a fresh server process (stdio) or a server
 on a free loopback port (Streamable HTTP, with --http), so import and start-up costs are
@@ -40,6 +40,7 @@ ROWS = [
     ("call_1k_rps", "sequential tools/call, 1 KiB argument /s", "higher"),
     ("call_100k_rps", "sequential tools/call, 100 KiB argument /s", "higher"),
     ("concurrent8_rps", "tools/call with 8 concurrent callers /s", "higher"),
+    ("concurrent32_rps", "tools/call, 32 concurrent clients /s", "higher"),
     ("cancel_median_ms", "cancel -> handler observes it, median (ms)", "lower"),
     ("cancel_p95_ms", "cancel -> handler observes it, p95 (ms)", "lower"),
     ("inflight_kib_per_call", "client memory per pending call, 1,000 in flight (KiB, tracemalloc)", "lower"),
@@ -96,19 +97,40 @@ def measure_stdio(calls: int, rounds: int) -> dict[str, dict[str, object]]:
     return results
 
 
-def measure_http(calls: int, rounds: int) -> dict[str, dict[str, object]]:
+PEERS = HERE / "peers"
+HTTP_SERVERS: dict[str, list[str]] = {
+    # column -> server command line ({port} filled in); run in benchmarks/peers/. A column
+    # whose name starts with "official" is measured with the official client.
+    "mcp_sync waitress": [PY, "-m", "waitress", "--listen=127.0.0.1:{port}", "--threads=40", "sync_wsgi:app"],
+    "mcp_sync gunicorn": [
+        PY, "-m", "gunicorn", "--workers=1", "--worker-class=gthread", "--threads=40", "--keep-alive=30",
+        "--bind=127.0.0.1:{port}", "--log-level=warning", "sync_wsgi:app",
+    ],
+    "official uvicorn": [PY, str(SERVERS["official"]), "--http", "{port}"],
+}
+HTTP_REFERENCE = "official uvicorn"
+HTTP_ERAS = ("2025-11-25",)
+"""Protocol revisions measured over HTTP; every column is measured at each, and the table
+gets a column per (server, revision). 2026-07-28 joins once both libraries speak it."""
+
+
+def measure_http(calls: int, rounds: int, era: str) -> dict[str, dict[str, object]]:
+    """Every HTTP column at protocol revision ``era``: sequential and concurrent rates,
+    interleaved, then each column's other scenarios (cancellation latency)."""
     servers: dict[str, subprocess.Popen[bytes]] = {}
     urls: dict[str, str] = {}
     try:
-        for name, script in SERVERS.items():
+        for name, command in HTTP_SERVERS.items():
             port = _free_port()
-            servers[name] = subprocess.Popen([PY, str(script), "--http", str(port)], env=_env(), stderr=subprocess.DEVNULL)
+            argv = [part.replace("{port}", str(port)) for part in command]
+            servers[name] = subprocess.Popen(argv, cwd=PEERS, env=_env(), stderr=subprocess.DEVNULL)
             _wait_port(port)
-            urls[name] = f"http://127.0.0.1:{port}/mcp"
+            urls[f"{name} {era}"] = f"http://127.0.0.1:{port}/mcp"
         results = sequential.measure(sequential.http_clients(urls), _env(), calls, rounds, stdio=False)
-        for name, runner in RUNNERS.items():
+        for name, url in urls.items():
             print(f"  http: {name}, the other scenarios ...", file=sys.stderr, flush=True)
-            results[name].update(_run(runner, ["--url", urls[name]], calls))
+            runner = RUNNERS["official" if name.startswith("official") else "mcp_sync"]
+            results[name].update(_run(runner, ["--url", url], calls))
         return results
     finally:
         for proc in servers.values():
@@ -161,25 +183,71 @@ def table(title: str, results: dict[str, dict[str, object]]) -> str:
     return "\n".join(lines)
 
 
+def wide_table(title: str, results: dict[str, dict[str, object]], reference: str) -> str:
+    """One column per measured server (and revision), then each mcp_sync column's ratio
+    to the ``reference`` column of the same revision."""
+    columns = list(results)
+    ratios = [
+        (name, name.replace(name.rsplit(" ", 1)[0], reference, 1))
+        for name in columns
+        if not name.startswith(reference)
+    ]
+    ratios = [(name, ref) for name, ref in ratios if ref in results]
+
+    def shown(name: str) -> str:  # "mcp_sync waitress 2025-11-25" -> "waitress 2025-11-25"
+        return name.removeprefix("mcp_sync ")
+
+    width = max(len(shown(c)) for c in columns + [f"{n} / ref" for n, _ in ratios])
+    labels = [label for key, label, _ in ROWS if any(_number(results[c].get(key)) is not None for c in columns)]
+    label_width = max(len(label) for label in labels)
+    head = f"| {'measure':<{label_width}} |" + "".join(f" {shown(c):>{width}} |" for c in columns)
+    head += "".join(f" {shown(n) + ' / ref':>{width}} |" for n, _ in ratios)
+    lines = [title, "", head, "|" + "-" * (len(head) - 2) + "|"]
+    for key, label, better in ROWS:
+        values = {c: _number(results[c].get(key)) for c in columns}
+        if all(v is None for v in values.values()):
+            continue
+        line = f"| {label:<{label_width}} |" + "".join(f" {_fmt(values[c]):>{width}} |" for c in columns)
+        for name, ref in ratios:
+            a, b = values[name], values[ref]
+            ratio = "-" if not (a and b) else f"{(a / b if better == 'higher' else b / a):.1f}x"
+            line += f" {ratio:>{width}} |"
+        lines.append(line)
+    lines.append("")
+    lines.append(f"ref: {reference} at the same revision; a ratio >1 is better for mcp_sync. Round by round:")
+    for key, label, _better in ROWS:
+        for name, ref in ratios:
+            mine, other = results[name].get(key + "_rounds"), results[ref].get(key + "_rounds")
+            if isinstance(mine, list) and isinstance(other, list):
+                per_round = ", ".join(f"{m / o:.1f}x" for m, o in zip(mine, other))
+                lines.append(f"  {label}, {shown(name)}: {per_round}")
+    return "\n".join(lines)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--calls", type=int, default=2000, help="calls per measurement (sequential: a share of it per round)")
     parser.add_argument("--rounds", type=int, default=5, help="interleaved rounds of each sequential measurement")
     parser.add_argument("--http", action="store_true", help="also measure Streamable HTTP")
+    parser.add_argument("--no-stdio", action="store_true", help="skip the stdio measurements (with --http)")
     parser.add_argument("--json", help="also write the raw numbers to this file")
     options = parser.parse_args()
     raw: dict[str, object] = {
         "python": sys.version.split()[0], "cpus": os.cpu_count(), "calls": options.calls, "rounds": options.rounds
     }
     print(f"Python {raw['python']}, {raw['cpus']} CPUs, --calls {options.calls}, --rounds {options.rounds}", file=sys.stderr)
-    stdio = measure_stdio(options.calls, options.rounds)
-    raw["stdio"] = stdio
-    print(table("stdio (client and server of the same library)", stdio))
+    if not options.no_stdio:
+        stdio = measure_stdio(options.calls, options.rounds)
+        raw["stdio"] = stdio
+        print(table("stdio (client and server of the same library)", stdio))
     if options.http:
-        http = measure_http(max(200, options.calls // 4), options.rounds)
+        http: dict[str, dict[str, object]] = {}
+        for era in HTTP_ERAS:
+            http.update(measure_http(max(200, options.calls // 4), options.rounds, era))
         raw["http"] = http
         print()
-        print(table("Streamable HTTP (client and server of the same library)", http))
+        title = "Streamable HTTP (each library's client against its server; mcp_sync's app under waitress and gunicorn)"
+        print(wide_table(title, http, HTTP_REFERENCE))
     if options.json:
         Path(options.json).write_text(json.dumps(raw, indent=2))
 

@@ -15,6 +15,7 @@ import sys
 import threading
 import time
 import tracemalloc
+from typing import Callable
 
 COMMANDS = sys.argv[1] == "--commands"
 T_START = 0.0 if COMMANDS else float(sys.argv[1])
@@ -31,15 +32,57 @@ def rss_kib() -> int:
         return int(f.read().split()[1]) * 4
 
 
-def serve_commands(client: Client) -> None:
+def concurrent_rate(clients: list[Client], count: int) -> float:
+    """One thread per entry of ``clients`` (the same client may appear several times), all
+    started together, share ``count`` calls of the 1 KiB echo; returns calls/s."""
+    per = max(1, count // len(clients))
+    barrier = threading.Barrier(len(clients) + 1)
+
+    def worker(client: Client) -> None:
+        barrier.wait()
+        for _ in range(per):
+            client.call_tool("echo", {"text": KIB1})
+
+    threads = [threading.Thread(target=worker, args=(c,)) for c in clients]
+    for t in threads:
+        t.start()
+    barrier.wait()
+    start = time.perf_counter()
+    for t in threads:
+        t.join()
+    return per * len(clients) / (time.perf_counter() - start)
+
+
+def concurrent_clients(url: str) -> Callable[[int], float]:
+    """The concurrent scenario: ``CONCURRENT_CLIENTS`` clients (connected on first use, each
+    with its own connection), one thread each, share COUNT calls; returns calls/s."""
+    clients: list[Client] = []
+
+    def run(count: int) -> float:
+        if not clients:
+            clients.extend(Client.http(url) for _ in range(sequential.CONCURRENT_CLIENTS))
+        return concurrent_rate(clients, count)
+
+    run.clients = clients  # type: ignore[attr-defined]
+    return run
+
+
+def serve_commands(client: Client, url: str | None) -> None:
     """Sequential round trips on command: "SCENARIO COUNT" in, calls per second out."""
-    sequential.answer_commands(
-        {
-            "ping": client.ping,
-            "call_1k": lambda: client.call_tool("echo", {"text": KIB1}),
-            "call_100k": lambda: client.call_tool("echo", {"text": KIB100}),
-        }
-    )
+    batches = {"concurrent_32": concurrent_clients(url)} if url is not None else {}
+    try:
+        sequential.answer_commands(
+            {
+                "ping": client.ping,
+                "call_1k": lambda: client.call_tool("echo", {"text": KIB1}),
+                "call_100k": lambda: client.call_tool("echo", {"text": KIB100}),
+            },
+            batches,
+        )
+    finally:
+        for batch in batches.values():
+            for other in batch.clients:  # type: ignore[attr-defined]
+                other.close()
 
 
 def main() -> None:
@@ -53,27 +96,11 @@ def main() -> None:
     out: dict[str, object] = {"connect_init_s": time.time() - T_START}
     with client:
         if COMMANDS:
-            serve_commands(client)
+            serve_commands(client, args[1] if transport == "http" else None)
             return
         client.ping()
         if transport == "stdio":
-            # 8 concurrent callers
-            per = N // 8
-            barrier = threading.Barrier(9)
-
-            def worker() -> None:
-                barrier.wait()
-                for _ in range(per):
-                    client.call_tool("echo", {"text": KIB1})
-
-            threads = [threading.Thread(target=worker) for _ in range(8)]
-            for t in threads:
-                t.start()
-            barrier.wait()
-            start = time.perf_counter()
-            for t in threads:
-                t.join()
-            out["concurrent8_rps"] = per * 8 / (time.perf_counter() - start)
+            out["concurrent8_rps"] = concurrent_rate([client] * 8, N)  # 8 callers, one connection
 
         # cancellation latency: cancel -> the handler observes it
         cancel_times: list[int] = []

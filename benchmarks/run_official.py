@@ -3,6 +3,7 @@ of ``run_mcp_sync.py``, with the official client in place of mcp_sync's."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import statistics
 import sys
@@ -10,6 +11,7 @@ import threading
 import time
 import tracemalloc
 import warnings
+from typing import Any
 
 COMMANDS = sys.argv[1] == "--commands"
 T_START = 0.0 if COMMANDS else float(sys.argv[1])
@@ -32,7 +34,22 @@ def rss_kib() -> int:
 KIB1, KIB100 = "x" * 1024, "x" * (100 * 1024)
 
 
-async def serve_commands(client: Client) -> None:
+async def concurrent(clients: list[Client], count: int) -> float:
+    """The concurrent scenario: the clients (one task each) share COUNT calls; calls/s."""
+    per = max(1, count // len(clients))
+
+    async def worker(other: Client) -> None:
+        for _ in range(per):
+            await other.call_tool("echo", {"text": KIB1})
+
+    start = time.perf_counter()
+    async with anyio.create_task_group() as tg:
+        for other in clients:
+            tg.start_soon(worker, other)
+    return per * len(clients) / (time.perf_counter() - start)
+
+
+async def serve_commands(client: Client, url: str | None) -> None:
     """Sequential round trips on command: "SCENARIO COUNT" in, calls per second out."""
     scenarios = {
         "ping": client.send_ping,
@@ -41,10 +58,23 @@ async def serve_commands(client: Client) -> None:
     }
     for fn in scenarios.values():
         await fn()  # warm up every path once
+    async with contextlib.AsyncExitStack() as stack:
+        clients: list[Client] = []
+        if url is not None:  # the concurrent scenario's clients, each its own connection
+            for _ in range(sequential.CONCURRENT_CLIENTS):
+                clients.append(await stack.enter_async_context(Client(streamable_http_client(url), mode="legacy")))
+            await concurrent(clients, sequential.CONCURRENT_CLIENTS)
+        await answer(scenarios, clients)
+
+
+async def answer(scenarios: dict[str, Any], clients: list[Client]) -> None:
     print("ready", flush=True)
     # commands are read off the event loop, so nothing waits on the loop meanwhile
     while (command := sequential.parse_command(await anyio.to_thread.run_sync(sys.stdin.readline))) is not None:
         name, n = command
+        if name == "concurrent_32":
+            print(await concurrent(clients, n), flush=True)
+            continue
         fn = scenarios[name]
         start = time.perf_counter()
         for _ in range(n):
@@ -64,7 +94,7 @@ async def main() -> None:
     async with Client(target, mode="legacy") as client:
         out["connect_init_s"] = time.time() - T_START
         if COMMANDS:
-            await serve_commands(client)
+            await serve_commands(client, args[1] if transport == "http" else None)
             return
         await client.send_ping()
         if transport == "stdio":

@@ -21,11 +21,15 @@ from typing import Callable, Sequence
 HERE = Path(__file__).resolve().parent
 PY = sys.executable
 
+CONCURRENT_CLIENTS = 32
+"""Clients (each its own connection) of the concurrent scenario over HTTP."""
+
 SCENARIOS = (
-    # (result key, command, calls per round as a share of --calls, stdio only)
-    ("ping_rps", "ping", 1 / 5, False),
-    ("call_1k_rps", "call_1k", 1 / 5, False),
-    ("call_100k_rps", "call_100k", 1 / 20, True),
+    # (result key, command, calls per round as a share of --calls, where: "stdio", "http" or "both")
+    ("ping_rps", "ping", 1 / 5, "both"),
+    ("call_1k_rps", "call_1k", 1 / 5, "both"),
+    ("call_100k_rps", "call_100k", 1 / 20, "stdio"),
+    ("concurrent32_rps", "concurrent_32", 1 / 2, "http"),
 )
 
 
@@ -38,15 +42,26 @@ def parse_command(line: str) -> tuple[str, int] | None:
     return name, int(count)
 
 
-def answer_commands(scenarios: dict[str, Callable[[], object]]) -> None:
+def answer_commands(
+    scenarios: dict[str, Callable[[], object]], batches: dict[str, Callable[[int], float]] | None = None
+) -> None:
     """The client side of the protocol, for a blocking client: run every scenario once to
     warm it up, print "ready", then answer each "SCENARIO COUNT" line with the calls per
-    second of COUNT sequential calls, until "quit" or the end of input."""
+    second of COUNT sequential calls, until "quit" or the end of input.
+
+    ``batches`` are scenarios that run COUNT calls their own way (several clients at once)
+    and return the calls per second; they are warmed up (connected) before "ready" too."""
+    batches = batches or {}
     for fn in scenarios.values():
         fn()
+    for batch in batches.values():
+        batch(CONCURRENT_CLIENTS)
     print("ready", flush=True)
     while (command := parse_command(sys.stdin.readline())) is not None:
         name, n = command
+        if name in batches:
+            print(batches[name](n), flush=True)
+            continue
         fn = scenarios[name]
         start = time.perf_counter()
         for _ in range(n):
@@ -105,8 +120,8 @@ def measure(
             drivers[name] = Driver(argv, env)
         results: dict[str, dict[str, object]] = {name: {} for name in drivers}
         names = list(drivers)
-        for key, command, share, stdio_only in SCENARIOS:
-            if stdio_only and not stdio:
+        for key, command, share, where in SCENARIOS:
+            if where != "both" and where != ("stdio" if stdio else "http"):
                 continue
             count = max(20, int(calls * share))
             print(f"  sequential: {command}, {rounds} rounds of {count} calls", file=sys.stderr, flush=True)
@@ -138,8 +153,10 @@ def stdio_clients(servers: dict[str, Path], floor: bool) -> dict[str, list[str]]
 
 
 def http_clients(urls: dict[str, str]) -> dict[str, list[str]]:
-    """Command lines of the ``--commands`` clients over Streamable HTTP."""
+    """Command lines of the ``--commands`` clients over Streamable HTTP: ``urls`` maps a
+    column name to its server's URL; a name that starts with "official" gets the official
+    client, any other mcp_sync's."""
     return {
-        "mcp_sync": [PY, str(HERE / "run_mcp_sync.py"), "--commands", "--url", urls["mcp_sync"]],
-        "official": [PY, str(HERE / "run_official.py"), "--commands", "--url", urls["official"]],
+        name: [PY, str(HERE / ("run_official.py" if name.startswith("official") else "run_mcp_sync.py")), "--commands", "--url", url]
+        for name, url in urls.items()
     }
