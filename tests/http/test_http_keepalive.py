@@ -13,7 +13,7 @@ from typing import Any
 from http_support import WAIT, call_tool, make_server, run_waitress
 
 from mcp_sync import Client
-from mcp_sync.http_app import QUICK_ANSWER_WINDOW
+from mcp_sync.http.wsgi_app import QUICK_ANSWER_WINDOW
 
 
 def test_a_quick_answer_is_sse_with_a_length_and_a_slow_one_streams(probe, serve, raw):
