@@ -111,7 +111,9 @@ HTTP_SERVERS: dict[str, list[str]] = {
 HTTP_REFERENCE = "official uvicorn"
 HTTP_ERAS = ("2025-11-25",)
 """Protocol revisions measured over HTTP; every column is measured at each, and the table
-gets a column per (server, revision). 2026-07-28 joins once both libraries speak it."""
+gets a column per (server, revision). 2026-07-28 joins once both libraries speak it over
+HTTP: then ``measure_http`` also tells each client which revision to speak (today both
+clients use their default, 2025-11-25)."""
 
 
 def measure_http(calls: int, rounds: int, era: str) -> dict[str, dict[str, object]]:
