@@ -29,7 +29,7 @@ import urllib.parse
 import urllib.request
 from typing import Any
 
-from mcp_sync import Client, ConnectionClosed, Context, Server, memory_pair
+from mcp_sync import Client, ConnectionClosed, Context, Server, deadlines, memory_pair
 
 mcp = Server("inventory", version="1.0.0")
 _stock = {"apple": 12, "pear": 3, "plum": 0}
@@ -145,6 +145,7 @@ def main(argv: list[str] | None = None) -> int:
     except ConnectionClosed as exc:
         print(f"reindex caller got ConnectionClosed: {exc}", flush=True)
     print(f"server side: reindex {reindex_outcome[0] if reindex_outcome else 'still running?'}", flush=True)
+    deadlines.stop_idle_scheduler(5)  # the process-wide timeout thread would linger 3 s more
     left = [t.name for t in threading.enumerate() if t is not threading.main_thread()]
     print(f"stopped cleanly; threads left: {left or 'none'}", flush=True)
     return 0 if not left and reindex_outcome[:1] != ["completed"] else 1
