@@ -15,7 +15,7 @@ import sys
 import threading
 import time
 import tracemalloc
-from typing import Callable
+from collections.abc import Callable
 
 COMMANDS = sys.argv[1] == "--commands"
 T_START = 0.0 if COMMANDS else float(sys.argv[1])

@@ -156,7 +156,8 @@ def http_clients(urls: dict[str, str]) -> dict[str, list[str]]:
     """Command lines of the ``--commands`` clients over Streamable HTTP: ``urls`` maps a
     column name to its server's URL; a name that starts with "official" gets the official
     client, any other mcp_sync's."""
+    runner = {True: "run_official.py", False: "run_mcp_sync.py"}
     return {
-        name: [PY, str(HERE / ("run_official.py" if name.startswith("official") else "run_mcp_sync.py")), "--commands", "--url", url]
+        name: [PY, str(HERE / runner[name.startswith("official")]), "--commands", "--url", url]
         for name, url in urls.items()
     }

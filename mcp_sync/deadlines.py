@@ -22,7 +22,7 @@ import logging
 import os
 import threading
 import time
-from typing import Callable
+from collections.abc import Callable
 
 __all__ = [
     "IDLE_LINGER",
@@ -59,7 +59,9 @@ class Deadline:
 
     __slots__ = ("when", "_callback", "_seq", "_scheduler")
 
-    def __init__(self, when: float, callback: Callable[[], object], seq: int, scheduler: _Scheduler) -> None:
+    def __init__(
+        self, when: float, callback: Callable[[], object], seq: int, scheduler: _Scheduler
+    ) -> None:
         self.when = when
         self._callback: Callable[[], object] | None = callback
         self._seq = seq
@@ -113,7 +115,9 @@ class _Scheduler:
             heapq.heappush(self._heap, entry)
             self._live += 1
             if self._thread is None:
-                self._thread = threading.Thread(target=self._run, name=self._thread_name, daemon=True)
+                self._thread = threading.Thread(
+                    target=self._run, name=self._thread_name, daemon=True
+                )
                 self._thread.start()
             elif entry.when < self._wake_at:
                 self._cond.notify_all()
@@ -195,7 +199,8 @@ class _Scheduler:
             try:
                 assert callback is not None
                 callback()
-            except BaseException:  # a failing callback (SystemExit too) must not stop other deadlines
+            except BaseException:
+                # a failing callback (SystemExit too) must not stop the other deadlines
                 _log.exception("deadline callback failed")
 
 

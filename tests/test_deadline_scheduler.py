@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 import threading
-from typing import Iterator
+from collections.abc import Iterator
 
 import pytest
 
@@ -75,7 +75,8 @@ def advance(sched: _Scheduler, clock: FakeClock, seconds: float) -> int:
     Returns the thread's read count afterwards. When this returns, the thread holds the
     lock until it waits again or exits, so the next locked call observes that outcome.
     """
-    with sched._cond:  # the thread reads the clock under this lock: each later read sees the new time
+    # the thread reads the clock under this lock: each later read sees the new time
+    with sched._cond:
         reads = clock.thread_reads
         clock.now += seconds
         sched._cond.notify_all()
@@ -83,7 +84,9 @@ def advance(sched: _Scheduler, clock: FakeClock, seconds: float) -> int:
     return clock.thread_reads
 
 
-def assert_lingers_then_exits(sched: _Scheduler, clock: FakeClock, thread: threading.Thread) -> None:
+def assert_lingers_then_exits(
+    sched: _Scheduler, clock: FakeClock, thread: threading.Thread
+) -> None:
     """The idle ``thread`` is still there a second before its linger ends, and gone after."""
     advance(sched, clock, LINGER - 1.0)
     assert sched.alive() and thread.is_alive(), "the thread left before its linger was over"
@@ -152,7 +155,9 @@ def test_sequential_timeouts_cost_no_wake_up_and_the_linger_counts_from_the_canc
     # wake-up of the thread
     for _ in range(100):
         sched.schedule(2 * LINGER, lambda: None).cancel()
-    assert sched._cond.notifies == notifies, "scheduling or cancelling a later deadline woke the thread"
+    assert sched._cond.notifies == notifies, (
+        "scheduling or cancelling a later deadline woke the thread"
+    )
     assert sched.pending() == 0
     assert len(sched._heap) < 100, "cancelled entries were never purged from the heap"
     assert_lingers_then_exits(sched, clock, thread)

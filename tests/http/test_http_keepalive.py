@@ -10,7 +10,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from http_support import WAIT, call_tool, make_server, run_waitress
+from support.http import make_server, run_waitress
+from support.messages import call_tool
+from support.waiting import WAIT
 
 from mcp_sync import Client
 from mcp_sync.http.wsgi_app import QUICK_ANSWER_WINDOW
@@ -50,7 +52,9 @@ def test_sequential_calls_under_waitress_reuse_their_connection(probe):
     try:
         with Client.http(f"{base}/mcp", init_timeout=WAIT) as client:
             for i in range(30):
-                assert client.call_tool("echo", {"text": str(i)}, timeout=WAIT).content[0].text == str(i)
+                assert client.call_tool("echo", {"text": str(i)}, timeout=WAIT).content[
+                    0
+                ].text == str(i)
     finally:
         app.close()
         stop()

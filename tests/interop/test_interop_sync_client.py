@@ -16,8 +16,16 @@ from typing import Any, Iterator
 
 import pytest
 
-from mcp_sync import deadlines
-from mcp_sync import CancelToken, Cancelled, Client, Context, McpError, RequestTimeout, SubprocessTransport
+from mcp_sync import (
+    CancelToken,
+    Cancelled,
+    Client,
+    Context,
+    McpError,
+    RequestTimeout,
+    SubprocessTransport,
+    deadlines,
+)
 
 from support.interop import OFFICIAL_SERVER, prewarm_workers, read_events, wait_for_marker
 from support.messages import cancelled_ids, is_response
