@@ -17,17 +17,11 @@ sys.path.insert(0, ROOT)
 
 
 def _version() -> str:
-    try:
-        import tomllib  # Python 3.11+
-    except ImportError:  # pragma: no cover - Python 3.10
-        try:
-            from importlib.metadata import version
-
-            return version("mcp-sync-threaded")
-        except Exception:
-            return "unknown"
-    with open(os.path.join(ROOT, "pyproject.toml"), "rb") as f:
-        return str(tomllib.load(f)["project"]["version"])
+    """The version from mcp_sync/_version.py (its one home), read without importing it."""
+    namespace: dict[str, str] = {}
+    with open(os.path.join(ROOT, "mcp_sync", "_version.py"), encoding="utf-8") as f:
+        exec(f.read(), namespace)
+    return namespace["__version__"]
 
 
 project = "mcp_sync"
