@@ -125,6 +125,10 @@ class Context:
     def session(self) -> Any:
         """The connection, scoped to this request: requests made through it (for example
         ``ctx.session.list_roots()``) are cancelled on the wire when this request is."""
+        scope = self._request.context
+        child = getattr(scope, "child", None)
+        if child is not None:  # the request's own scope (a server session makes one per request)
+            return child(self.cancel_token)
         scoped = getattr(self._session, "scoped", None)
         if scoped is None:
             return self._session

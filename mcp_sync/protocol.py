@@ -94,7 +94,7 @@ class OutboundState(enum.Enum):
 class InboundRequest:
     """A request the peer sent us, with its cancellation token."""
 
-    __slots__ = ("id", "method", "params", "token", "state", "cancel_reason", "__weakref__")
+    __slots__ = ("id", "method", "params", "token", "state", "cancel_reason", "context", "__weakref__")
 
     def __init__(self, request: Request, token: Any) -> None:
         self.id: RequestId = request.id
@@ -103,6 +103,9 @@ class InboundRequest:
         self.token = token
         self.state = InboundState.QUEUED
         self.cancel_reason: str | None = None
+        self.context: Any = None
+        """The application's own object for this request (a server keeps its
+        :class:`~mcp_sync.server.RequestScope` here); the core never reads it."""
 
     @property
     def progress_token(self) -> str | int | None:

@@ -29,7 +29,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
     from .server import Server
 
-__all__ = ["ServerSession", "FEATURE_HANDLERS"]
+__all__ = ["ServerSession", "FEATURE_HANDLERS", "INPUT_METHODS", "run_feature"]
 
 FEATURE_HANDLERS: dict[str, MethodHandler] = {
     "tools/list": tools.list_tools,
@@ -45,6 +45,21 @@ FEATURE_HANDLERS: dict[str, MethodHandler] = {
     "completion/complete": completion.complete,
 }
 """The built-in request methods after the handshake, and the function serving each."""
+
+INPUT_METHODS = frozenset({"tools/call", "prompts/get", "resources/read"})
+"""The requests whose handlers may need input from the client while they run (elicitation,
+sampling, roots): the only ones that may answer ``input_required`` at 2026-07-28."""
+
+
+def run_feature(scope: RequestScope, call: Callable[[], Any]) -> Any:
+    """Run the handler of a request in :data:`INPUT_METHODS` (``call()``) for the request of
+    ``scope``, and return its result.
+
+    Every ``tools/call``, ``prompts/get`` and ``resources/read`` goes through here, in both
+    eras; this is where the input a handler asks for is gathered.
+    """
+    return call()
+
 
 class ServerSession(Session):
     """One client connection to a :class:`Server`."""
@@ -79,6 +94,8 @@ class ServerSession(Session):
 
     # -- dispatch -----------------------------------------------------------------------------
     def _handle_request(self, request: InboundRequest) -> Any:
+        scope = RequestScope(self, request.token, request=request)
+        request.context = scope
         handler = self._handlers.get(request.method)
         if handler is None:
             custom = self.server.registry.method(request.method)
@@ -89,6 +106,8 @@ class ServerSession(Session):
         self._admit(request)
         if request.method != "initialize":
             Lifecycle.check_served(request.method, self.declared_capabilities)
+        if request.method in INPUT_METHODS:
+            return run_feature(scope, lambda: handler(request, request.token))
         return handler(request, request.token)
 
     def _admit(self, request: InboundRequest) -> None:

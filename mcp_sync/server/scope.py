@@ -10,6 +10,7 @@ from typing_extensions import Unpack
 from ..call_options import CallOptions
 from ..cancel import CancelToken
 from ..jsonrpc import RequestId
+from ..protocol import InboundRequest
 
 if TYPE_CHECKING:  # pragma: no cover
     import mcp_types
@@ -22,17 +23,46 @@ __all__ = ["RequestScope"]
 class RequestScope:
     """A :class:`ServerSession` seen from inside one handler: every request made through it
     is a child of the handler's token, so it is cancelled on the wire when the handler's own
-    request is cancelled (or times out)."""
+    request is cancelled (or times out).
 
-    def __init__(self, session: ServerSession, token: CancelToken, request_id: RequestId | None = None) -> None:
+    The session makes one for every inbound request (``request``) before its handler runs;
+    :attr:`Context.session <mcp_sync.context.Context.session>` is that scope, bound to the
+    handler's token through :meth:`child`.
+    """
+
+    def __init__(
+        self,
+        session: ServerSession,
+        token: CancelToken,
+        request_id: RequestId | None = None,
+        *,
+        request: InboundRequest | None = None,
+    ) -> None:
         self._session = session
         self._token = token
-        self._request_id = request_id
+        self._request = request
+        self._request_id = request.id if request is not None and request_id is None else request_id
 
     @property
     def session(self) -> ServerSession:
         """The underlying session."""
         return self._session
+
+    @property
+    def request(self) -> InboundRequest | None:
+        """The inbound request this scope serves (``None`` for a scope made by
+        :meth:`ServerSession.scoped` without one)."""
+        return self._request
+
+    @property
+    def token(self) -> CancelToken:
+        """The token that cancels the requests made through this scope."""
+        return self._token
+
+    def child(self, token: CancelToken) -> RequestScope:
+        """The same request's scope, its requests tied to ``token`` (a handler's own token,
+        for example a child with a server-side deadline)."""
+        return RequestScope(self._session, token, self._request_id, request=self._request)
 
     @contextlib.contextmanager
     def _linked(self, options: CallOptions) -> Iterator[CallOptions]:
