@@ -95,10 +95,15 @@ class Context:
     def log(self, level: str, data: Any, logger: str | None = None) -> bool:
         """Send ``notifications/message`` at ``level`` (an MCP log level such as ``"info"``).
 
-        Returns False when the level is below the one the peer asked for.
+        Returns False when nothing was sent: the level is below the one the peer asked for,
+        or the request was already cancelled or answered.
         """
         if level not in LOG_LEVELS:
             raise ValueError(f"unknown log level {level!r}; use one of {LOG_LEVELS}")
+        # the request's own scope, when the session keeps one, knows the request's log level
+        scoped_log = getattr(self._request.context, "send_log", None)
+        if scoped_log is not None:
+            return bool(scoped_log(level, data, logger))
         send_log = getattr(self._session, "send_log", None)
         if send_log is None:
             raise RuntimeError("this side of the connection cannot send log messages")

@@ -49,6 +49,7 @@ from .jsonrpc import (
 )
 from .protocol import (
     CANCELLED_METHOD,
+    NOT_RUNNING,
     PROGRESS_METHOD,
     Action,
     CancelInbound,
@@ -345,6 +346,9 @@ class Endpoint:
         self._close_callbacks: list[Callable[[], Any]] = []
         self.dropped: Counter[str] = Counter()
         """How many inbound messages were ignored, by reason (diagnostics)."""
+        self.withheld: Counter[str] = Counter()
+        """How many notifications of ours were not written, by reason: those about an inbound
+        request that was already cancelled or answered (diagnostics)."""
 
     # -- life cycle -------------------------------------------------------------------------
     def start(self) -> Endpoint:
@@ -498,8 +502,45 @@ class Endpoint:
         if self._core.closed:
             raise ConnectionClosed("connection is closed")
         notification = Notification(method, params)
-        self._outbox.append((encode(notification), describe_outbound(notification, related_request)))
-        self._flush(block=True)
+        if related_request is None:
+            self._outbox.append((encode(notification), describe_outbound(notification, None)))
+            self._flush(block=True)
+            return
+        with self._lock:
+            request = self._core.inbound(related_request)
+        if request is None:  # answered or cancelled already: nothing more is written for it
+            self._count_withheld([Dropped(NOT_RUNNING, notification)])
+            return
+        self._notify_related(request, notification)
+
+    def notify_about(self, request: InboundRequest, method: str, params: dict[str, Any] | None = None) -> bool:
+        """Send a notification about the inbound ``request`` (a log message its handler
+        produced) while it is running; returns False, sending nothing, once it was
+        cancelled or answered."""
+        if self._core.closed:
+            raise ConnectionClosed("connection is closed")
+        return self._notify_related(request, Notification(method, params))
+
+    def _notify_related(self, request: InboundRequest, notification: Notification) -> bool:
+        """Write ``notification`` about ``request`` if the core lets it out (it is running)."""
+        data, meta = encode(notification), describe_outbound(notification, request.id)
+        with self._lock:
+            actions = self._core.notify_related(request, notification)
+            sent = any(isinstance(action, Send) for action in actions)
+            if sent:
+                self._outbox.append((data, meta))
+        if sent:
+            self._flush(block=True)
+        else:
+            self._count_withheld(actions)
+        return sent
+
+    def _count_withheld(self, actions: list[Action]) -> None:
+        for action in actions:
+            if isinstance(action, Dropped):
+                with self._lock:
+                    self.withheld[action.detail] += 1
+                _log.debug("%s: not written (%s): %r", self.name, action.detail, action.message)
 
     def _cancel_outbound(
         self, request: OutboundRequest, reason: str | None, exception: BaseException | None = None
@@ -554,14 +595,9 @@ class Endpoint:
             params["total"] = total
         if message is not None:
             params["message"] = message
-        notification = Notification(PROGRESS_METHOD, params)
-        data, meta = encode(notification), describe_outbound(notification, request.id)
-        with self._lock:
-            if not self._core.may_report_progress(request):
-                return False
-            self._outbox.append((data, meta))
-        self._flush(block=True)
-        return True
+        if request.progress_token is None:
+            return False
+        return self._notify_related(request, Notification(PROGRESS_METHOD, params))
 
     def respond(self, request: InboundRequest, result: Any = None, *, error: McpError | None = None) -> bool:
         """Answer an inbound request now, from any thread (for example when a server-side

@@ -63,12 +63,17 @@ __all__ = [
     "UNCANCELLABLE_METHODS",
     "CANCELLED_METHOD",
     "PROGRESS_METHOD",
+    "NOT_RUNNING",
 ]
 
 CANCELLED_METHOD = "notifications/cancelled"
 PROGRESS_METHOD = "notifications/progress"
 UNCANCELLABLE_METHODS = frozenset({"initialize"})
 """Requests that are never cancelled on the wire and whose cancellation is ignored."""
+
+NOT_RUNNING = "notification for a request that is not running"
+"""The :class:`Dropped` detail of a notification about an inbound request that was already
+cancelled or answered (see :meth:`RequestRegistry.notify_related`)."""
 
 _RECENT_CANCELS = 4096
 
@@ -359,6 +364,21 @@ class RequestRegistry:
     def may_report_progress(self, request: InboundRequest) -> bool:
         """True while a progress notification for ``request`` may still be sent."""
         return request.state is InboundState.RUNNING and request.progress_token is not None
+
+    def notify_related(self, request: InboundRequest, message: Notification) -> list[Action]:
+        """A notification about the inbound ``request`` (its progress, a log message it
+        produced): emitted only while the request is RUNNING.
+
+        Once the request is cancelled or answered -- or before it started -- nothing more is
+        written for it: the notification is :class:`Dropped` (:data:`NOT_RUNNING`). The same
+        transition that ends the request decides, so a notification and a cancellation
+        cannot both win.
+        """
+        if self._closed is not None:
+            return [Dropped("connection closed", message)]
+        if request.state is not InboundState.RUNNING:
+            return [Dropped(NOT_RUNNING, message)]
+        return [Send(message)]
 
     # -- outbound requests -------------------------------------------------------------------
     def send_request(

@@ -139,14 +139,27 @@ class ServerSession(Session):
         return result
 
     def send_log(
-        self, level: str, data: Any, logger: str | None = None, *, related_request: RequestId | None = None
+        self,
+        level: str,
+        data: Any,
+        logger: str | None = None,
+        *,
+        related_request: RequestId | None = None,
+        about: InboundRequest | None = None,
     ) -> bool:
-        """Send ``notifications/message`` unless ``level`` is below the client's level."""
+        """Send ``notifications/message`` unless ``level`` is below the client's level.
+
+        ``about``: the inbound request whose handler logs (``related_request``: its id); a
+        message about a request is sent only while it runs (False once it was cancelled or
+        answered).
+        """
         if LOG_LEVELS.index(level) < LOG_LEVELS.index(self.log_level):
             return False
         params: dict[str, Any] = {"level": level, "data": data}
         if logger is not None:
             params["logger"] = logger
+        if about is not None:
+            return self.endpoint.notify_about(about, "notifications/message", params)
         self.send_notification("notifications/message", params, related_request=related_request)
         return True
 

@@ -134,6 +134,8 @@ class RequestScope:
 
     def send_log(self, level: str, data: Any, logger: str | None = None) -> bool:
         """See :meth:`ServerSession.send_log`."""
+        if self._request is not None:
+            return self._session.send_log(level, data, logger, about=self._request)
         return self._session.send_log(level, data, logger, related_request=self._request_id)
 
     def __getattr__(self, name: str) -> Any:
