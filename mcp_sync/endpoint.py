@@ -298,6 +298,10 @@ class Endpoint:
             blocks (``ping``); never user code.
         name: prefix of thread names.
         default_timeout: the ``timeout`` of a call that gives none (``None``: no timeout).
+        shape_result: ``shape_result(request, result) -> result``, applied to every
+            successful answer to an inbound request (the handler's, or one given to
+            :meth:`respond`) just before it is encoded: the one place where a session adds
+            what every result of its protocol revision carries.
 
     Call :meth:`start` to begin reading, :meth:`close` to end.
     """
@@ -315,8 +319,10 @@ class Endpoint:
         name: str = "mcp_sync",
         pool: WorkerPool | None = None,
         default_timeout: float | None = None,
+        shape_result: Callable[[InboundRequest, Any], Any] | None = None,
     ) -> None:
         self._transport = transport
+        self._shape_result = shape_result
         self._request_handler = request_handler
         self._notification_handler = notification_handler
         self._inline = dict(inline_handlers or {})
@@ -609,13 +615,18 @@ class Endpoint:
         if error is not None:
             reply = encode(ErrorResponse(request.id, error.code, error.message, error.data))
         else:
-            reply = encode(Response(request.id, result if result is not None else {}))
+            reply = encode(Response(request.id, self._result_of(request, result)))
         with self._lock:
             sent = self._core.complete(request, reply)
             self._queue_sends(sent, request.id)
         if sent:
             self._flush(block=False)
         return bool(sent)
+
+    def _result_of(self, request: InboundRequest, result: Any) -> Any:
+        """What is sent as the ``result`` of ``request`` for a handler's ``result``."""
+        value = result if result is not None else {}
+        return value if self._shape_result is None else self._shape_result(request, value)
 
     def run_callback(self, fn: Callable[..., Any], *args: Any) -> None:
         """Run ``fn(*args)`` on the callback thread, after earlier callbacks (never on the
@@ -746,7 +757,7 @@ class Endpoint:
             if handler is None:
                 raise McpError(-32601, f"Method not found: {request.method}")
             result = handler(request)
-            reply = encode(Response(request.id, result if result is not None else {}))
+            reply = encode(Response(request.id, self._result_of(request, result)))
         except McpError as exc:
             reply = encode(ErrorResponse(request.id, exc.code, exc.message, exc.data))
         except Cancelled as exc:

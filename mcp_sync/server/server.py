@@ -16,6 +16,7 @@ from ..workers import MAX_QUEUED_CALLBACKS, PoolStats, WorkerPool
 from . import http_delegate
 from .dispatch import ServerSession
 from .logging_bridge import McpLogHandler
+from .modern_result import CacheHints, CacheScope
 from .records import RegisteredPrompt, RegisteredResource, RegisteredTool
 from .registry import ListKind, MethodHandler, Registry
 from .runner import run_until_stopped
@@ -78,6 +79,14 @@ class Server:
             (``"resources"``, ``"prompts"``, ``"completions"``), for servers that register
             handlers at run time. A capability is otherwise declared when something of that
             kind is registered when a client connects.
+        extensions: (2026-07-28) the extensions this server supports, by identifier, with
+            their settings (``{"io.example/widgets": {}}``): declared in the capabilities
+            2026-07-28 requests see (``server/discover``).
+        ttl_ms: (2026-07-28) the ``ttlMs`` caching hint of ``server/discover``, list and
+            ``resources/read`` results: how long (ms, ``>= 0``) a client may consider them
+            fresh (default ``0``: stale at once).
+        cache_scope: (2026-07-28) their ``cacheScope``: ``"private"`` (default; the results
+            may hold user-specific data) or ``"public"``.
     """
 
     def __init__(
@@ -91,8 +100,14 @@ class Server:
         declare: Iterable[str] = (),
         max_queued_callbacks: int = MAX_QUEUED_CALLBACKS,
         on_cancelled: CancelObserver | None = None,
+        extensions: Mapping[str, Mapping[str, Any]] | None = None,
+        ttl_ms: int = 0,
+        cache_scope: CacheScope = "private",
     ) -> None:
         self.name = name
+        self.extensions: dict[str, dict[str, Any]] = {key: dict(value) for key, value in (extensions or {}).items()}
+        self.cache_hints = CacheHints(ttl_ms, cache_scope)
+        """The caching hints of cacheable 2026-07-28 results (from ``ttl_ms``/``cache_scope``)."""
         self.declare = frozenset(declare)
         self.version = version
         self.instructions = instructions
