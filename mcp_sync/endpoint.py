@@ -298,6 +298,10 @@ class Endpoint:
             blocks (``ping``); never user code.
         name: prefix of thread names.
         default_timeout: the ``timeout`` of a call that gives none (``None``: no timeout).
+        admit: ``admit(request)``, called for every new inbound request in arrival order, on
+            the thread that read it (library code that never blocks: never user code), before
+            its handler is scheduled; an :class:`~mcp_sync.errors.McpError` it raises is the
+            request's answer, sent at once (the handler never runs).
         shape_result: ``shape_result(request, result) -> result``, applied to every
             successful answer to an inbound request (the handler's, or one given to
             :meth:`respond`) just before it is encoded: the one place where a session adds
@@ -319,9 +323,11 @@ class Endpoint:
         name: str = "mcp_sync",
         pool: WorkerPool | None = None,
         default_timeout: float | None = None,
+        admit: Callable[[InboundRequest], Any] | None = None,
         shape_result: Callable[[InboundRequest, Any], Any] | None = None,
     ) -> None:
         self._transport = transport
+        self._admit = admit
         self._shape_result = shape_result
         self._request_handler = request_handler
         self._notification_handler = notification_handler
@@ -686,6 +692,8 @@ class Endpoint:
                 if isinstance(future, PendingCall):
                     future._settle(action)
             elif isinstance(action, Dispatch):
+                if self._admit is not None and not self._admitted(action.request):
+                    continue
                 if inline is not None:
                     self._run_inbound(action.request, inline)
                     continue
@@ -704,6 +712,20 @@ class Endpoint:
                     self._deliver(self._notification_handler, action.notification)
             elif isinstance(action, Dropped):
                 self._count_dropped(action.detail, action.message)
+
+    def _admitted(self, request: InboundRequest) -> bool:
+        """Run the ``admit`` hook for a new request; False when it refused the request, which
+        is then answered with the error at once (its handler never runs)."""
+        assert self._admit is not None
+        try:
+            self._admit(request)
+            return True
+        except McpError as exc:
+            self.respond(request, error=exc)
+        except Exception as exc:
+            _log.error("%s: admitting %s failed", self.name, request.method, exc_info=True)
+            self.respond(request, error=McpError(INTERNAL_ERROR, str(exc) or type(exc).__name__))
+        return False
 
     def _deliver(self, fn: Callable[..., Any], *args: Any) -> None:
         """Queue a callback for what the peer sent, waiting while the queue is full."""

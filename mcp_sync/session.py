@@ -101,7 +101,11 @@ class Session:
     ) -> PendingCall:
         """Send any request; returns its :class:`~mcp_sync.endpoint.PendingCall`
         (``options``: the :class:`~mcp_sync.call_options.CallOptions`)."""
+        self._check_request(method)
         return self.endpoint.submit(method, params, related_request=related_request, **options)
+
+    def _check_request(self, method: str) -> None:
+        """Raise (sending nothing) if this side may not send the request ``method`` now."""
 
     def send_notification(
         self, method: str, params: dict[str, Any] | None = None, *, related_request: RequestId | None = None
