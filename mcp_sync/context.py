@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from .cancel import CancelToken
 from .jsonrpc import RequestId
+from .lifecycle import Era, RequestEnvelope
 from .protocol import InboundRequest
 from .session import LOG_LEVELS
 
@@ -41,6 +42,49 @@ class Context:
         self.method = request.method
         self._progress_lock = threading.Lock()
         self._last_progress: float | None = None
+
+    # -- the request's own context ----------------------------------------------------------------
+    def _about(self, name: str, fallback: Any = None) -> Any:
+        """``name`` of the request's own scope (a server's), else of the session."""
+        scope = self._request.context
+        source = scope if scope is not None and hasattr(scope, name) else self._session
+        return getattr(source, name, fallback)
+
+    @property
+    def protocol_version(self) -> str | None:
+        """The protocol version of this request: at 2026-07-28 the one its ``_meta`` names,
+        on a 2025 session the one ``initialize`` negotiated."""
+        return self._about("protocol_version")  # type: ignore[no-any-return]
+
+    @property
+    def era(self) -> Era:
+        """The era this request is served in (:attr:`Era.MODERN
+        <mcp_sync.lifecycle.Era.MODERN>` for a 2026-07-28 request)."""
+        era = self._about("era")
+        return era if isinstance(era, Era) else Era.HANDSHAKE
+
+    @property
+    def envelope(self) -> RequestEnvelope | None:
+        """This request's 2026-07-28 envelope (``None`` in the handshake era)."""
+        return self._about("envelope")  # type: ignore[no-any-return]
+
+    @property
+    def client_capabilities(self) -> dict[str, Any]:
+        """The client's capabilities as this request declares them (never inferred from
+        earlier requests; on a 2025 session, those of the handshake)."""
+        return dict(self._about("peer_capabilities", {}))
+
+    @property
+    def client_info(self) -> dict[str, Any]:
+        """The client's ``name`` and ``version`` as this request names them (``{}`` if it
+        does not; on a 2025 session, the handshake's ``clientInfo``)."""
+        return dict(self._about("peer_info", {}))
+
+    @property
+    def log_level(self) -> str | None:
+        """The least severe level :meth:`log` sends for this request; ``None``: none at all
+        (a 2026-07-28 request whose ``_meta`` asks for no log level)."""
+        return self._about("log_level")  # type: ignore[no-any-return]
 
     # -- cancellation ---------------------------------------------------------------------------
     @property
@@ -95,8 +139,9 @@ class Context:
     def log(self, level: str, data: Any, logger: str | None = None) -> bool:
         """Send ``notifications/message`` at ``level`` (an MCP log level such as ``"info"``).
 
-        Returns False when nothing was sent: the level is below the one the peer asked for,
-        or the request was already cancelled or answered.
+        Returns False when nothing was sent: the level is below :attr:`log_level` (at
+        2026-07-28: the request asked for no log messages, or for a higher level), or the
+        request was already cancelled or answered.
         """
         if level not in LOG_LEVELS:
             raise ValueError(f"unknown log level {level!r}; use one of {LOG_LEVELS}")

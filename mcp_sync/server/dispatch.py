@@ -1,5 +1,13 @@
-"""One client connection to a :class:`~mcp_sync.server.Server`: the handshake, and the routing
-of each request to its feature's handler (after the initialization and capability checks)."""
+"""One client connection to a :class:`~mcp_sync.server.Server`, in either protocol era: the
+admission of each request (through the :class:`~mcp_sync.lifecycle.Lifecycle`), the handshake,
+and the routing of each request to its feature's handler.
+
+Dual-era serving on one connection: a request carrying the 2026-07-28 envelope is served
+statelessly from its own ``_meta``; ``initialize`` selects the 2025 path, as before. The first
+exchange pins the connection's era (``server/discover`` does not). Requests are admitted in
+arrival order on the thread that read them, so that pin follows the wire's order; a request
+the lifecycle refuses is answered with the error at once and its handler never runs.
+"""
 
 from __future__ import annotations
 
@@ -13,16 +21,17 @@ from ..call_options import CallOptions
 from ..cancel import CancelToken
 from ..endpoint import Endpoint
 from ..errors import CapabilityError, McpError
-from ..jsonrpc import METHOD_NOT_FOUND, Notification, RequestId
-from ..lifecycle import Lifecycle, Role
+from ..jsonrpc import INVALID_PARAMS, METHOD_NOT_FOUND, RESOURCE_NOT_FOUND, Notification, RequestId
+from ..lifecycle import LOG_LEVEL_KEY, Admission, Era, Lifecycle, Role
 from ..protocol import InboundRequest
 from ..results import SERVER_REQUEST_RESULTS, parser_for
 from ..session import LOG_LEVELS, Session
 from ..transports.base import Transport
 from ..workers import WorkerPool
-from . import completion, logging_bridge, prompts, resources, tools
+from . import completion, discover, logging_bridge, prompts, resources, tools
+from .modern_result import stamp_modern_result
 from .registry import MethodHandler
-from .scope import RequestScope
+from .scope import NO_REQUESTS_AT_MODERN, RequestScope
 
 if TYPE_CHECKING:  # pragma: no cover
     import mcp_types
@@ -32,6 +41,7 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = ["ServerSession", "FEATURE_HANDLERS", "INPUT_METHODS", "run_feature"]
 
 FEATURE_HANDLERS: dict[str, MethodHandler] = {
+    "server/discover": discover.discover,
     "tools/list": tools.list_tools,
     "tools/call": tools.call_tool,
     "logging/setLevel": logging_bridge.set_level,
@@ -44,7 +54,7 @@ FEATURE_HANDLERS: dict[str, MethodHandler] = {
     "prompts/get": prompts.get_prompt,
     "completion/complete": completion.complete,
 }
-"""The built-in request methods after the handshake, and the function serving each."""
+"""The built-in request methods (besides ``initialize``), and the function serving each."""
 
 INPUT_METHODS = frozenset({"tools/call", "prompts/get", "resources/read"})
 """The requests whose handlers may need input from the client while they run (elicitation,
@@ -75,8 +85,11 @@ class ServerSession(Session):
             pool=pool,
             inline_handlers={"ping": lambda _request: {}},
             name=f"mcp_sync-server-{server.name}",
+            admit=self._admit,
+            shape_result=self._shape_result,
         )
         super().__init__(endpoint, Role.SERVER)
+        self.lifecycle.serve_modern = True
         self.server = server
         self.log_level: str = "debug"
         self.on_roots_changed: Callable[[], Any] | None = None
@@ -87,33 +100,75 @@ class ServerSession(Session):
         self.subscriptions: set[str] = set()
         self.declared_capabilities: dict[str, Any] = {}
         """What this server declared in its ``initialize`` answer."""
+        self._server_info = {"name": server.name, "version": server.version}
+        self._initialize_version: str | None = None
 
     def close(self, grace: float = 5.0) -> None:
         """Close the connection (cancels running handlers, joins threads)."""
         self.endpoint.close(grace)
 
     # -- dispatch -----------------------------------------------------------------------------
-    def _handle_request(self, request: InboundRequest) -> Any:
+    def _admit(self, request: InboundRequest) -> None:
+        """Admit a new request (the endpoint calls this in arrival order, before scheduling
+        it): make its :class:`RequestScope` and ask the lifecycle how to serve it. Raises
+        the error owed to the client; an ``initialize`` is taken here, so that it pins the
+        handshake era before any later request is admitted."""
         scope = RequestScope(self, request.token, request=request)
         request.context = scope
+        method, params = request.method, request.params
+        if method == "ping":
+            if self.lifecycle.era is not Era.MODERN and Lifecycle.classify(method, params) is Era.HANDSHAKE:
+                scope.admission = Admission(Era.HANDSHAKE)  # answered in any state, as always
+                return
+        elif method not in self._handlers and self.server.registry.method(method) is None:
+            return  # answered -32601 by its handler; an unknown method decides nothing
+        with self.lifecycle_lock:
+            admission = self.lifecycle.admit(method, params)
+            if method == "initialize":
+                self._initialize_version = self.lifecycle.receive_initialize(params)
+                # a request admitted once initialized sees what we declared
+                self.declared_capabilities = self.server.capabilities()
+        envelope = admission.envelope
+        if envelope is not None and envelope.log_level is not None and envelope.log_level not in LOG_LEVELS:
+            raise McpError(INVALID_PARAMS, f"params._meta {LOG_LEVEL_KEY} must be one of {', '.join(LOG_LEVELS)}")
+        scope.admission = admission
+
+    def _handle_request(self, request: InboundRequest) -> Any:
+        scope = request.context
+        assert isinstance(scope, RequestScope)
         handler = self._handlers.get(request.method)
         if handler is None:
             custom = self.server.registry.method(request.method)
             if custom is None:
                 raise McpError(METHOD_NOT_FOUND, f"Method not found: {request.method}")
-            self._admit(request)
             return custom(self, request, request.token)
-        self._admit(request)
-        if request.method != "initialize":
-            Lifecycle.check_served(request.method, self.declared_capabilities)
-        if request.method in INPUT_METHODS:
+        if request.method not in ("initialize", "server/discover"):
+            declared = self.modern_capabilities() if scope.modern else self.declared_capabilities
+            Lifecycle.check_served(request.method, declared)
+        if request.method not in INPUT_METHODS:
+            return handler(request, request.token)
+        try:
             return run_feature(scope, lambda: handler(request, request.token))
-        return handler(request, request.token)
+        except McpError as exc:
+            if scope.modern and exc.code == RESOURCE_NOT_FOUND:  # renumbered in 2026-07-28
+                raise McpError(INVALID_PARAMS, exc.message, exc.data) from exc
+            raise
 
-    def _admit(self, request: InboundRequest) -> None:
-        """Raise the error owed if the lifecycle does not allow ``request`` now."""
-        with self.lifecycle_lock:
-            self.lifecycle.admit(request.method, request.params)
+    def _shape_result(self, request: InboundRequest, result: Any) -> Any:
+        """What every result carries at 2026-07-28 (``resultType``, ``serverInfo``, the
+        caching hints), for a request served there; a 2025 result is left as it is."""
+        scope = request.context
+        if not (isinstance(scope, RequestScope) and scope.modern):
+            return result
+        return stamp_modern_result(request.method, result, server_info=self._server_info, cache=self.server.cache_hints)
+
+    def modern_capabilities(self) -> dict[str, Any]:
+        """The capabilities a 2026-07-28 request sees (see
+        :func:`~mcp_sync.server.discover.modern_capabilities`), as of now."""
+        return discover.modern_capabilities(self.server, self._serves)
+
+    def _serves(self, method: str) -> bool:
+        return method in self._handlers or self.server.registry.method(method) is not None
 
     def _handle_notification(self, notification: Notification) -> None:
         with self.lifecycle_lock:
@@ -125,12 +180,9 @@ class ServerSession(Session):
 
     # -- lifecycle ----------------------------------------------------------------------------
     def _on_initialize(self, request: InboundRequest, token: CancelToken) -> dict[str, Any]:
-        declared = self.server.capabilities()
-        with self.lifecycle_lock:  # a request admitted once initialized sees what we declared
-            version = self.lifecycle.receive_initialize(request.params)
-            self.declared_capabilities = declared
+        # the lifecycle took the initialize when it was admitted (see _admit)
         result: dict[str, Any] = {
-            "protocolVersion": version,
+            "protocolVersion": self._initialize_version,
             "capabilities": self.declared_capabilities,
             "serverInfo": {"name": self.server.name, "version": self.server.version},
         }
@@ -146,14 +198,17 @@ class ServerSession(Session):
         *,
         related_request: RequestId | None = None,
         about: InboundRequest | None = None,
+        min_level: str | None = None,
     ) -> bool:
-        """Send ``notifications/message`` unless ``level`` is below the client's level.
+        """Send ``notifications/message`` unless ``level`` is below ``min_level`` (by default
+        the level the client set with ``logging/setLevel``).
 
         ``about``: the inbound request whose handler logs (``related_request``: its id); a
         message about a request is sent only while it runs (False once it was cancelled or
         answered).
         """
-        if LOG_LEVELS.index(level) < LOG_LEVELS.index(self.log_level):
+        floor = self.log_level if min_level is None else min_level
+        if LOG_LEVELS.index(level) < LOG_LEVELS.index(floor):
             return False
         params: dict[str, Any] = {"level": level, "data": data}
         if logger is not None:
@@ -164,6 +219,12 @@ class ServerSession(Session):
         return True
 
     # -- requests to the client -----------------------------------------------------------------
+    def _check_request(self, method: str) -> None:
+        """A connection that speaks 2026-07-28 carries no request of ours: a
+        :class:`RuntimeError`, and nothing written."""
+        if self.lifecycle.era is Era.MODERN:
+            raise RuntimeError(NO_REQUESTS_AT_MODERN.format(method=method))
+
     def scoped(self, token: CancelToken, request_id: RequestId | None = None) -> RequestScope:
         """A view whose requests are cancelled when ``token`` fires (and relate to the
         inbound request ``request_id``)."""

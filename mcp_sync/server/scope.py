@@ -1,4 +1,5 @@
-"""A session seen from inside one handler: requests to the client tied to the handler's token."""
+"""A session seen from inside one handler: the request's own context (its era, version and
+the client's declarations) and requests to the client tied to the handler's token."""
 
 from __future__ import annotations
 
@@ -10,24 +11,37 @@ from typing_extensions import Unpack
 from ..call_options import CallOptions
 from ..cancel import CancelToken
 from ..jsonrpc import RequestId
+from ..lifecycle import Admission, Era, RequestEnvelope, capability_declared
 from ..protocol import InboundRequest
+from ..session import LOG_LEVELS
 
 if TYPE_CHECKING:  # pragma: no cover
     import mcp_types
 
     from .dispatch import ServerSession
 
-__all__ = ["RequestScope"]
+__all__ = ["RequestScope", "NO_REQUESTS_AT_MODERN"]
+
+NO_REQUESTS_AT_MODERN = (
+    "at protocol 2026-07-28 a server sends no requests to the client: input is asked for with"
+    " an input_required result (multi round-trip), not by {method}"
+)
+"""The message of the error raised for a request to the client at 2026-07-28."""
 
 
 class RequestScope:
-    """A :class:`ServerSession` seen from inside one handler: every request made through it
-    is a child of the handler's token, so it is cancelled on the wire when the handler's own
-    request is cancelled (or times out).
+    """A :class:`ServerSession` seen from inside one handler.
 
-    The session makes one for every inbound request (``request``) before its handler runs;
-    :attr:`Context.session <mcp_sync.context.Context.session>` is that scope, bound to the
-    handler's token through :meth:`child`.
+    Every request made through it is a child of the handler's token, so it is cancelled on
+    the wire when the handler's own request is cancelled (or times out). What it says about
+    the client is what *this request* says: at 2026-07-28 its envelope (version, the
+    client's capabilities and info, the log level it asked for), never anything from earlier
+    requests; on a 2025 session what the handshake negotiated.
+
+    The session makes one for every inbound request (``request``) when it admits it, before
+    its handler runs; :attr:`Context.session <mcp_sync.context.Context.session>` is that
+    scope, bound to the handler's token through :meth:`child`. Attributes it does not define
+    are the session's.
     """
 
     def __init__(
@@ -37,11 +51,14 @@ class RequestScope:
         request_id: RequestId | None = None,
         *,
         request: InboundRequest | None = None,
+        admission: Admission | None = None,
     ) -> None:
         self._session = session
         self._token = token
         self._request = request
         self._request_id = request.id if request is not None and request_id is None else request_id
+        self.admission = admission
+        """How the session admitted the request (its era and envelope); ``None`` until then."""
 
     @property
     def session(self) -> ServerSession:
@@ -62,7 +79,85 @@ class RequestScope:
     def child(self, token: CancelToken) -> RequestScope:
         """The same request's scope, its requests tied to ``token`` (a handler's own token,
         for example a child with a server-side deadline)."""
-        return RequestScope(self._session, token, self._request_id, request=self._request)
+        return RequestScope(self._session, token, self._request_id, request=self._request, admission=self.admission)
+
+    # -- what the request says about itself ---------------------------------------------------
+    @property
+    def envelope(self) -> RequestEnvelope | None:
+        """The request's 2026-07-28 envelope; ``None`` in the handshake era."""
+        return None if self.admission is None else self.admission.envelope
+
+    @property
+    def era(self) -> Era:
+        """The era the request is served in."""
+        if self.admission is not None:
+            return self.admission.era
+        return self._session.lifecycle.era or Era.HANDSHAKE
+
+    @property
+    def modern(self) -> bool:
+        """True when the request is served at 2026-07-28 (statelessly)."""
+        return self.envelope is not None
+
+    @property
+    def protocol_version(self) -> str | None:
+        """The request's protocol version (2025: the one the handshake negotiated)."""
+        envelope = self.envelope
+        return envelope.version if envelope is not None else self._session.protocol_version
+
+    @property
+    def peer_capabilities(self) -> dict[str, Any]:
+        """The client's capabilities as this request declares them (2025: the handshake's)."""
+        envelope = self.envelope
+        if envelope is not None:
+            return dict(envelope.client_capabilities)
+        return self._session.peer_capabilities
+
+    client_capabilities = peer_capabilities
+
+    @property
+    def peer_info(self) -> dict[str, Any]:
+        """The client's ``Implementation`` (``name``, ``version``) as this request names it
+        (``{}`` if it does not; 2025: the handshake's ``clientInfo``)."""
+        envelope = self.envelope
+        if envelope is not None:
+            return dict(envelope.client_info or {})
+        return self._session.peer_info
+
+    client_info = peer_info
+
+    @property
+    def log_level(self) -> str | None:
+        """The least severe log level the client is sent for this request: at 2026-07-28 the
+        one its ``_meta`` asks for (``None``: no log messages at all); on a 2025 session the
+        one ``logging/setLevel`` set."""
+        envelope = self.envelope
+        return envelope.log_level if envelope is not None else self._session.log_level
+
+    def peer_supports(self, capability: str, sub: str | None = None) -> bool:
+        """True if this request's client declared ``capability`` (and ``sub`` inside it)."""
+        if self.envelope is not None:
+            return self.envelope.declares(capability, sub)
+        return capability_declared(self._session.peer_capabilities, capability, sub)
+
+    def require_capability(self, capability: str, what: str) -> None:
+        """Refuse what needs a client capability this request's client did not declare: at
+        2026-07-28 the -32021 error owed to the client (``data.requiredCapabilities``); on a
+        2025 session :class:`~mcp_sync.errors.CapabilityError` (nothing is sent)."""
+        if self.envelope is not None:
+            self.envelope.require(capability, what=what)
+        else:
+            self._session.require_capability(capability, what)
+
+    # -- requests to the client ---------------------------------------------------------------
+    def _refuse_at_modern(self, capability: str, method: str, sub: str | None = None) -> None:
+        """At 2026-07-28 no request reaches the client: -32021 unless the request declares
+        ``capability`` (and ``sub``), else a :class:`RuntimeError`. Nothing is written."""
+        envelope = self.envelope
+        if envelope is None:
+            return
+        envelope.require(capability, sub, what=method)
+        raise RuntimeError(NO_REQUESTS_AT_MODERN.format(method=method))
 
     @contextlib.contextmanager
     def _linked(self, options: CallOptions) -> Iterator[CallOptions]:
@@ -89,6 +184,7 @@ class RequestScope:
 
     def list_roots(self, **options: Unpack[CallOptions]) -> list[mcp_types.Root]:
         """See :meth:`ServerSession.list_roots`."""
+        self._refuse_at_modern("roots", "roots/list")
         with self._linked(options) as scoped:
             return self._session.list_roots(related_request=self._request_id, **scoped)
 
@@ -102,6 +198,7 @@ class RequestScope:
         **options: Unpack[CallOptions],
     ) -> mcp_types.CreateMessageResult | mcp_types.CreateMessageResultWithTools:
         """See :meth:`ServerSession.create_message`."""
+        self._refuse_at_modern("sampling", "sampling/createMessage")
         with self._linked(options) as scoped:
             return self._session.create_message(
                 messages,
@@ -122,18 +219,27 @@ class RequestScope:
         **options: Unpack[CallOptions],
     ) -> mcp_types.ElicitResult:
         """See :meth:`ServerSession.elicit`."""
+        self._refuse_at_modern("elicitation", "elicitation/create", "url" if url is not None else None)
         with self._linked(options) as scoped:
             return self._session.elicit(
                 message, requested_schema, url=url, elicitation_id=elicitation_id, related_request=self._request_id, **scoped
             )
 
     def ping(self, **options: Unpack[CallOptions]) -> None:
-        """Ping the client."""
+        """Ping the client (a 2025 session only: 2026-07-28 has no ``ping``)."""
+        if self.envelope is not None:
+            raise RuntimeError("ping does not exist at protocol 2026-07-28")
         with self._linked(options) as scoped:
             self._session.submit("ping", None, related_request=self._request_id, **scoped).result()
 
     def send_log(self, level: str, data: Any, logger: str | None = None) -> bool:
-        """See :meth:`ServerSession.send_log`."""
+        """Send ``notifications/message`` about this request if :attr:`log_level` lets it
+        through and the request is still running; see :meth:`ServerSession.send_log`."""
+        if self.envelope is not None:
+            wanted = self.envelope.log_level
+            if wanted is None or LOG_LEVELS.index(level) < LOG_LEVELS.index(wanted):
+                return False
+            return self._session.send_log(level, data, logger, about=self._request, min_level=wanted)
         if self._request is not None:
             return self._session.send_log(level, data, logger, about=self._request)
         return self._session.send_log(level, data, logger, related_request=self._request_id)
