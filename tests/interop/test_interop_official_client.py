@@ -2,9 +2,9 @@
 
 The official client CLI (``tests/peers/official_client.py``) runs one script of steps in one session
 and prints what happened, including its capture of the whole wire. Two runs are made, in
-parallel, once per module: the default mode (the client probes ``server/discover`` first and
-falls back to ``initialize`` when our server answers -32601) and ``--legacy`` mode (plain
-``initialize``). Every test judges one aspect of both runs.
+parallel, once per module: the default mode (the client probes ``server/discover`` first; our
+dual-era server answers it, and the whole session speaks 2026-07-28) and ``--legacy`` mode
+(plain ``initialize``, 2025-11-25). Every test judges one aspect of both runs.
 """
 
 from __future__ import annotations
@@ -130,18 +130,27 @@ def run(request: pytest.FixtureRequest, runs: dict[str, Run]) -> Run:
 
 # -- handshake ---------------------------------------------------------------------------------------
 def test_handshake(run: Run) -> None:
-    assert run.out["protocolVersion"] == "2025-11-25"
     assert run.out["serverInfo"] == {"name": "mcp-sync-peer", "version": "0.1.0-peer"}
     assert {"tools", "resources", "prompts", "completions", "logging"} <= set(run.out["serverCapabilities"])
     sent, received = run.sent(), run.received()
     if run.mode == "auto":
-        # the probe: our server does not know server/discover and says so with -32601
+        # the probe is answered: the session speaks 2026-07-28, without initialize
+        assert run.out["protocolVersion"] == "2026-07-28"
         probe = sent[0]
         assert probe["method"] == "server/discover"
-        assert responses_to(received, probe["id"])[0]["error"]["code"] == -32601
-        sent = sent[1:]
-    else:
-        assert not [m for m in sent if m.get("method") == "server/discover"]
+        discovered = responses_to(received, probe["id"])[0]["result"]
+        assert discovered["supportedVersions"][:2] == ["2026-07-28", "2025-11-25"]
+        assert discovered["resultType"] == "complete"
+        assert discovered["_meta"]["io.modelcontextprotocol/serverInfo"] == run.out["serverInfo"]
+        requests = [m for m in sent if "id" in m and "method" in m]
+        assert not [m for m in requests if m["method"] == "initialize"]
+        for message in requests:
+            assert message["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"] == "2026-07-28", message
+        for message in received:  # only responses and request-scoped notifications
+            assert message.get("method") in (None, "notifications/progress"), f"unexpected at 2026-07-28: {message}"
+        return
+    assert run.out["protocolVersion"] == "2025-11-25"
+    assert not [m for m in sent if m.get("method") == "server/discover"]
     initialize = sent[0]
     assert initialize["method"] == "initialize"
     assert initialize["params"]["protocolVersion"] == "2025-11-25"
@@ -153,7 +162,8 @@ def test_no_server_errors(run: Run) -> None:
     """Our server logged no traceback (its stderr goes to the official client's stderr)."""
     assert "Traceback" not in run.stderr, run.stderr
     failed = [spec["label"] for spec, step in zip(STEPS, run.out["steps"]) if not step.get("ok")]
-    assert failed == ["read-missing"]  # the only step meant to fail
+    # the only steps meant to fail (2026-07-28 has no ping)
+    assert failed == (["ping", "read-missing"] if run.mode == "auto" else ["read-missing"])
 
 
 # -- tools -------------------------------------------------------------------------------------------
@@ -214,6 +224,9 @@ def test_progress(run: Run) -> None:
 
 
 def test_ping(run: Run) -> None:
+    if run.mode == "auto":  # removed in 2026-07-28
+        assert run.step("ping")["error"]["code"] == -32601
+        return
     run.ok_step("ping")
 
 
@@ -261,17 +274,38 @@ def test_no_response_to_any_cancelled_request(run: Run) -> None:
 
 
 # -- our server's requests to the official client ------------------------------------------------------
+# At 2026-07-28 a server sends no requests: ctx.session.list_roots/create_message/elicit refuse
+# (a tool error) until they are served by multi round-trip input, and nothing reaches the client.
+AT_2026_NO_REQUESTS = "at protocol 2026-07-28 a server sends no requests to the client"
+
+
+def assert_refused_at_2026(run: Run, label: str) -> bool:
+    """In the 2026-07-28 run: the step's tool answered the refusal; True if it did."""
+    if run.mode != "auto":
+        return False
+    step = run.ok_step(label)
+    assert step["result"]["isError"] is True and AT_2026_NO_REQUESTS in text_of(step)
+    assert not [m for m in run.received() if "method" in m and "id" in m]
+    return True
+
+
 def test_roots(run: Run) -> None:
+    if assert_refused_at_2026(run, "roots"):
+        return
     assert json.loads(text_of(run.ok_step("roots"))) == [{"uri": "file:///tmp/interop-r1"}, {"uri": "file:///tmp/interop-r2"}]
 
 
 def test_sampling(run: Run) -> None:
+    if assert_refused_at_2026(run, "sampling"):
+        return
     assert text_of(run.ok_step("sampling")) == "sampled by the official client"
     [request] = [m for m in run.received() if m.get("method") == "sampling/createMessage"]
     assert request["params"]["maxTokens"] == 50
 
 
 def test_elicitation(run: Run) -> None:
+    if assert_refused_at_2026(run, "elicitation"):
+        return
     assert text_of(run.ok_step("elicitation")) == "accept:Ada"
     form = [c["params"] for c in run.out["callbacks"] if c["method"] == "elicitation/create" and "url" not in c["params"]]
     assert [p["message"] for p in form] == ["Your name?"]
@@ -281,6 +315,8 @@ def test_elicitation(run: Run) -> None:
 def test_url_elicitation(run: Run) -> None:
     """The official client declares elicitation {"form": {}, "url": {}}: an empty object
     declares URL mode, and our server may use it."""
+    if assert_refused_at_2026(run, "elicitation-url"):
+        return
     assert text_of(run.ok_step("elicitation-url")) == "accept"
     [params] = [c["params"] for c in run.out["callbacks"] if c["method"] == "elicitation/create" and "url" in c["params"]]
     assert params["mode"] == "url"
@@ -292,6 +328,8 @@ def test_our_timeout_cancels_our_roots_request(run: Run) -> None:
     """ctx.session.list_roots(timeout=0.5) against a slow roots callback: our server sends
     notifications/cancelled for its own request, the official client stops its callback
     and never answers, and the tool returns an error."""
+    if assert_refused_at_2026(run, "roots-timeout"):
+        return
     step = run.ok_step("roots-timeout")
     assert step["result"]["isError"] is True
     assert "timed out" in text_of(step)
@@ -324,7 +362,9 @@ def test_resources(run: Run) -> None:
     templated = run.ok_step("read-template")["result"]["contents"]
     assert templated == [{"uri": "memo://notes/zed", "mimeType": "text/plain", "text": "memo zed"}]
     missing = run.step("read-missing")
-    assert missing["error"]["code"] == -32002 and missing["error"]["data"] == {"uri": "memo://nowhere"}
+    # resource not found: -32602 at 2026-07-28, -32002 before
+    assert missing["error"]["code"] == (-32602 if run.mode == "auto" else -32002)
+    assert missing["error"]["data"] == {"uri": "memo://nowhere"}
 
 
 def test_prompts(run: Run) -> None:
