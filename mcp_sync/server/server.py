@@ -63,6 +63,12 @@ class ServerStats:
 class Server:
     """An MCP server definition: its identity and its handlers.
 
+    Every connection serves both protocol eras: a client that opens with ``initialize`` is
+    served at 2025-11-25 (or the older revision it asks for), one whose requests carry the
+    2026-07-28 envelope is served statelessly, each request from its own ``_meta``; the first
+    exchange fixes the connection's era (``server/discover`` does not). The same handlers
+    serve both.
+
     Args:
         name: ``serverInfo.name``.
         version: ``serverInfo.version``.
