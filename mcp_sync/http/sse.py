@@ -212,7 +212,9 @@ class SseParser:
     Args:
         max_event_bytes: with :meth:`feed_bytes`, an event whose lines add up to more than
             this is not kept: the parser reports :class:`Oversize` once and discards the
-            event's bytes as they come, so memory stays bounded whatever the peer sends.
+            event's bytes as they come, up to the blank line that ends it (an ``id:`` line
+            among them still sets :attr:`last_event_id`), so memory stays bounded whatever
+            the peer sends.
     """
 
     def __init__(self, max_event_bytes: int | None = None) -> None:
@@ -225,14 +227,15 @@ class SseParser:
         self._partial: list[bytes] = []  # the start of a line whose end has not arrived
         self._partial_size = 0
         self._after_cr = False  # the last chunk ended with CR: a LF next is the same line end
-        self._discarding = False  # inside an oversize event
+        self._discarding = False  # inside an oversize event, up to its blank line
+        self._line_dropped = False  # the current line's bytes are not kept
         self._id_in_event = False
 
     def new_stream(self) -> None:
         """A new connection begins: forget any event or line the last one broke off in the
         middle of (``last_event_id`` and ``retry_ms`` are kept, as SSE says)."""
         self._reset_event()
-        self._partial, self._partial_size = [], 0
+        self._partial, self._partial_size, self._line_dropped = [], 0, False
         self._after_cr = False
         self._discarding = False
 
@@ -246,21 +249,29 @@ class SseParser:
         self._after_cr = False
         for match in _LINE_END.finditer(chunk, start):
             self._take(chunk[start : match.start()], out)
-            line = b"".join(self._partial)
-            self._partial, self._partial_size = [], 0
+            line, dropped = b"".join(self._partial), self._line_dropped
+            self._partial, self._partial_size, self._line_dropped = [], 0, False
             if match.group() == b"\r" and match.end() == len(chunk):
                 self._after_cr = True
             start = match.end()
-            self._line(line, out)
+            self._line(line, dropped, out)
         self._take(chunk[start:], out)
         return out
 
     def _take(self, piece: bytes, out: list[SseEvent | Oversize]) -> None:
         """Keep a piece of the current line, unless the event is already over its limit."""
-        if not piece or self._discarding:
+        if not piece or self._line_dropped:
             return
         self._partial_size += len(piece)
         limit = self.max_event_bytes
+        if self._discarding:
+            # inside an oversize event: a line is kept only to read an id from it, and only
+            # within the limit (the line end tells a blank line from a dropped one)
+            if limit is not None and self._partial_size > limit:
+                self._partial, self._partial_size, self._line_dropped = [], 0, True
+            else:
+                self._partial.append(piece)
+            return
         if limit is not None and self._size + self._partial_size > limit:
             self._overflow(out)
             return
@@ -269,17 +280,20 @@ class SseParser:
     def _overflow(self, out: list[SseEvent | Oversize]) -> None:
         self._discarding = True
         self._data = []
-        self._partial, self._partial_size = [], 0
+        self._partial, self._partial_size, self._line_dropped = [], 0, True
         out.append(Oversize(self._id_in_event))
 
-    def _line(self, raw: bytes, out: list[SseEvent | Oversize]) -> None:
+    def _line(self, raw: bytes, dropped: bool, out: list[SseEvent | Oversize]) -> None:
+        """Handle one line; ``dropped``: its bytes were not kept (it is not a blank line)."""
         if self._discarding:
+            if dropped:
+                return
             if raw:  # still inside the oversize event: only its id matters
                 line = raw.decode("utf-8", "replace")
-                if line.startswith("id:"):
+                if line.partition(":")[0] == "id":
                     self.feed(line)
                 return
-            self._discarding = False
+            self._discarding = False  # its blank line: the oversize event is over
             self._reset_event()
             return
         self._size += len(raw) + 1
@@ -315,6 +329,6 @@ class SseParser:
             if "\0" not in value:
                 self.last_event_id = value
                 self._id_in_event = True
-        elif field == "retry" and value.isdigit():
+        elif field == "retry" and value.isascii() and value.isdigit():
             self.retry_ms = int(value)
         return None

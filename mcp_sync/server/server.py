@@ -80,7 +80,7 @@ class Server:
         on_cancelled: ``on_cancelled(request_id, reason)`` for every
             ``notifications/cancelled`` a client sends (for logs and UIs); runs on the
             connection's callback thread.
-        page_size: items per page of every list.
+        page_size: items per page of every list (at least 1: ``ValueError`` otherwise).
         declare: capabilities to declare even with nothing registered yet
             (``"resources"``, ``"prompts"``, ``"completions"``), for servers that register
             handlers at run time. A capability is otherwise declared when something of that
@@ -110,6 +110,8 @@ class Server:
         ttl_ms: int = 0,
         cache_scope: CacheScope = "private",
     ) -> None:
+        if page_size < 1:
+            raise ValueError(f"page_size must be at least 1, not {page_size!r} (a page could never advance)")
         self.name = name
         self.extensions: dict[str, dict[str, Any]] = {key: dict(value) for key, value in (extensions or {}).items()}
         self.cache_hints = CacheHints(ttl_ms, cache_scope)
