@@ -1,11 +1,13 @@
 """``model_to_wire``: a pydantic model as the JSON object that goes on the wire (aliases, no
-``null`` members, JSON types), and ``result=True`` leaving out ``resultType``."""
+``null`` members, JSON types), and ``result=True`` leaving out ``resultType`` and the caching
+hints the model filled in by default."""
 
 from __future__ import annotations
 
 import json
 
 import mcp_types
+import pytest
 from pydantic import BaseModel, Field
 
 from mcp_sync.wire import model_to_wire
@@ -56,6 +58,29 @@ def test_result_leaves_out_result_type_and_nothing_else():
     trimmed = model_to_wire(result, result=True)
     assert "resultType" not in trimmed
     assert trimmed == {key: value for key, value in full.items() if key != "resultType"}
+
+
+@pytest.mark.parametrize(
+    ("model", "payload"),
+    [
+        (mcp_types.ListToolsResult, {"tools": []}),
+        (mcp_types.ListPromptsResult, {"prompts": []}),
+        (mcp_types.ListResourcesResult, {"resources": []}),
+        (mcp_types.ListResourceTemplatesResult, {"resourceTemplates": []}),
+        (mcp_types.ReadResourceResult, {"contents": []}),
+    ],
+)
+def test_result_leaves_out_caching_hints_the_model_filled_in(model, payload):
+    value = model.model_validate(payload)
+    assert {"ttlMs", "cacheScope"} <= model_to_wire(value).keys()  # mcp_types fills them in
+    assert not {"ttlMs", "cacheScope", "resultType"} & model_to_wire(value, result=True).keys()
+
+
+def test_result_keeps_caching_hints_given_explicitly():
+    given = mcp_types.ListToolsResult(tools=[], ttl_ms=60_000)
+    assert model_to_wire(given, result=True) == {"tools": [], "ttlMs": 60_000}
+    parsed = mcp_types.ReadResourceResult.model_validate({"contents": [], "ttlMs": 0, "cacheScope": "public"})
+    assert model_to_wire(parsed, result=True) == {"contents": [], "ttlMs": 0, "cacheScope": "public"}
 
 
 def test_result_on_a_model_without_result_type_changes_nothing():

@@ -9,6 +9,7 @@ import concurrent.futures
 import json
 import threading
 
+import mcp_types
 import pytest
 
 from mcp_sync import Client, Context, McpError, Server, memory_pair
@@ -119,6 +120,26 @@ def test_several_contents_and_content_dicts_pass_through():
         assert contents[0].text == "A" and base64.b64decode(contents[1].blob) == b"B"
         listed = p.client.read_resource("bundle://list", timeout=WAIT).contents
         assert len(listed) == 1 and json.loads(listed[0].text) == [1, 2, 3]
+
+
+def test_a_read_resource_result_model_sends_no_2026_members_on_the_2025_wire():
+    server = Server("models")
+
+    @server.resource("model://plain")
+    def plain() -> mcp_types.ReadResourceResult:
+        return mcp_types.ReadResourceResult(contents=[mcp_types.TextResourceContents(uri="model://plain", text="hi")])
+
+    @server.resource("model://hinted")
+    def hinted() -> mcp_types.ReadResourceResult:
+        return mcp_types.ReadResourceResult(contents=[], ttl_ms=5_000, cache_scope="public")
+
+    with pair(server) as p:
+        assert p.client.protocol_version == "2025-11-25"
+        p.client.read_resource("model://plain", timeout=WAIT)
+        p.client.read_resource("model://hinted", timeout=WAIT)
+        plain_answer, hinted_answer = [m["result"] for m in p.client_wire.received if "contents" in m.get("result", {})]
+        assert plain_answer == {"contents": [{"uri": "model://plain", "text": "hi"}]}
+        assert hinted_answer == {"contents": [], "ttlMs": 5_000, "cacheScope": "public"}  # given explicitly: kept
 
 
 def test_unknown_resource_is_32002_with_the_uri_in_data():
