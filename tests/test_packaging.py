@@ -1,5 +1,6 @@
 """The wheel built from the tracked sources installs into a fresh virtual environment, holds
-every subpackage, and runs ``mcp-sync demo``.
+every module and subpackage of the checkout (walked with :mod:`pkgutil` in that environment,
+and each one imported from it), and runs ``mcp-sync demo``.
 
 An editable install (what the rest of the suite runs on) sees every module of the checkout
 whether or not the wheel would contain it, so only a real wheel shows a package left out of
@@ -8,8 +9,8 @@ the build configuration.
 
 from __future__ import annotations
 
+import json
 import os
-import pkgutil
 import shutil
 import subprocess
 import sys
@@ -17,8 +18,6 @@ import venv
 from pathlib import Path
 
 import pytest
-
-import mcp_sync
 
 ROOT = Path(__file__).resolve().parent.parent
 INSTALL_TIMEOUT = 600
@@ -33,13 +32,16 @@ def _tracked_files() -> list[str]:
     return [name for name in out.decode().split("\0") if name]
 
 
-def _subpackages() -> set[str]:
-    """Every package under mcp_sync in the checkout (directories with an ``__init__.py``)."""
-    found = {"mcp_sync"}
-    for info in pkgutil.walk_packages(mcp_sync.__path__, "mcp_sync."):
-        if info.ispkg:
-            found.add(info.name)
-    return found
+def _tracked_modules() -> set[str]:
+    """Every module and package of mcp_sync among the tracked files, by dotted name."""
+    names = {"mcp_sync"}
+    for name in _tracked_files():
+        path = Path(name)
+        if path.parts[0] != "mcp_sync" or path.suffix != ".py":
+            continue
+        parts = path.with_suffix("").parts
+        names.add(".".join(parts[:-1] if parts[-1] == "__init__" else parts))
+    return names
 
 
 @pytest.fixture(scope="module")
@@ -77,23 +79,28 @@ def _clean_env() -> dict[str, str]:
     return env
 
 
-def test_wheel_contains_every_subpackage_and_typing_marker(installed_wheel: Path) -> None:
-    python = installed_wheel / "bin" / "python"
-    expected = sorted(_subpackages())
-    script = (
-        "import importlib, json, pathlib, sys\n"
-        "names = json.loads(sys.argv[1])\n"
-        "for name in names:\n"
-        "    module = importlib.import_module(name)\n"
-        "    assert 'site-packages' in module.__file__, (name, module.__file__)\n"
-        "import mcp_sync\n"
-        "assert (pathlib.Path(mcp_sync.__file__).parent / 'py.typed').is_file()\n"
-        "print('imported', len(names))\n"
-    )
-    import json
+# Run in the fresh environment: walk the installed package (not a list made here, so a
+# subpackage the wheel left out is missing from the walk) and import every module found.
+WALK_AND_IMPORT = """
+import importlib, json, pathlib, pkgutil
+import mcp_sync
 
+def fail(name):
+    raise SystemExit(f"cannot import {name}")
+
+names = ["mcp_sync"] + [m.name for m in pkgutil.walk_packages(mcp_sync.__path__, "mcp_sync.", onerror=fail)]
+for name in names:
+    module = importlib.import_module(name)
+    assert "site-packages" in (module.__file__ or ""), (name, module.__file__)
+assert (pathlib.Path(mcp_sync.__file__).parent / "py.typed").is_file(), "py.typed is missing"
+print(json.dumps(sorted(names)))
+"""
+
+
+def test_wheel_holds_and_imports_every_module_and_the_typing_marker(installed_wheel: Path) -> None:
+    python = installed_wheel / "bin" / "python"
     done = subprocess.run(
-        [str(python), "-c", script, json.dumps(expected)],
+        [str(python), "-c", WALK_AND_IMPORT],
         cwd=installed_wheel,  # not the checkout: the installed copy must be the one imported
         env=_clean_env(),
         capture_output=True,
@@ -101,7 +108,11 @@ def test_wheel_contains_every_subpackage_and_typing_marker(installed_wheel: Path
         timeout=120,
     )
     assert done.returncode == 0, done.stderr
-    assert done.stdout.strip() == f"imported {len(expected)}"
+    installed = set(json.loads(done.stdout))
+    expected = _tracked_modules()
+    assert {"mcp_sync.cli", "mcp_sync.http", "mcp_sync.server", "mcp_sync.transports"} <= expected
+    assert not expected - installed, f"tracked but not in the wheel: {sorted(expected - installed)}"
+    assert not installed - expected, f"in the wheel but not tracked: {sorted(installed - expected)}"
 
 
 def test_wheel_runs_the_demo(installed_wheel: Path) -> None:
