@@ -2,9 +2,9 @@
 
 Blocking code can issue, cancel and serve MCP requests from plain threads, without asyncio.
 
-Everything in :data:`__all__` is the public API. The Streamable HTTP names
-(:class:`~mcp_sync.http.McpWsgiApp`, :func:`~mcp_sync.http.serve_http`,
-:class:`~mcp_sync.http.HttpClientTransport`, ...) live in :mod:`mcp_sync.http` and are
+Everything in ``__all__`` is the public API. The Streamable HTTP names
+(:class:`~mcp_sync.http.wsgi_app.McpWsgiApp`, :func:`~mcp_sync.http.embedded_server.serve_http`,
+:class:`~mcp_sync.http.client_transport.HttpClientTransport`, ...) live in :mod:`mcp_sync.http` and are
 imported from there on first use, so ``import mcp_sync`` loads no HTTP code (and the
 client's ``httpx`` stays an optional extra).
 """

@@ -110,7 +110,7 @@ class CancelToken:
         return wait_sliced(lambda: self._cancelled, event.wait, timeout)
 
     def raise_if_cancelled(self) -> None:
-        """Raise :class:`Cancelled` (with the reason) if the token is cancelled."""
+        """Raise :class:`~mcp_sync.errors.Cancelled` (with the reason) if the token is cancelled."""
         if self._cancelled:
             raise Cancelled(self._reason)
 

@@ -173,7 +173,7 @@ class Context:
     # -- nested requests -------------------------------------------------------------------------
     @property
     def session(self) -> Any:
-        """The connection, scoped to this request: requests made through it (for example
+        """The connection, scoped to this request -- requests made through it (for example
         ``ctx.session.list_roots()``) are cancelled on the wire when this request is."""
         scope = self._request.context
         child = getattr(scope, "child", None)

@@ -906,7 +906,7 @@ class Endpoint:
 
 @dataclass(frozen=True)
 class EndpointStats:
-    """A snapshot of one connection (:meth:`Endpoint.stats`, :meth:`Client.stats`).
+    """A snapshot of one connection (:meth:`Endpoint.stats`, :meth:`Client.stats <mcp_sync.client.Client.stats>`).
 
     Attributes:
         inbound_in_flight: requests from the peer not answered or cancelled yet

@@ -62,7 +62,7 @@ UNSUPPORTED_PROTOCOL_VERSION = -32022
 RequestId = Union[int, str]
 
 MAX_NESTING_DEPTH = 200
-"""How deep a message may nest: no value in it may sit more than this many levels of arrays
+"""How deep a message may nest -- no value in it may sit more than this many levels of arrays
 and objects below its top-level object (``{"params": {"a": [1]}}``: ``1`` is at level 3).
 
 A deeper message is refused whole: a request gets a -32600 error that says so (with its id,

@@ -89,7 +89,7 @@ MIN_KEY_BYTES = 32
 """The shortest secret a :class:`KeyRing` accepts (256 bits, the HMAC-SHA256 block output)."""
 
 EXCLUDED_PARAMS = frozenset({"_meta", "inputResponses", "requestState"})
-"""Top-level params members left out of the params digest: they change between rounds."""
+"""Top-level params members left out of the params digest (they change between rounds)."""
 
 _VERSION = "v1"
 _KEY_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
@@ -277,7 +277,7 @@ class OpenedState:
     issued_at: float
     expires_at: float
     nonce: str
-    """Random per seal; what a :class:`ReplayGuard` records until :attr:`expires_at`."""
+    """Random per seal; what a :class:`ReplayGuard` records until ``expires_at``."""
 
 
 class ReplayGuard(Protocol):

@@ -1,4 +1,4 @@
-"""The ``mcp-sync`` command line: :func:`main` (in :mod:`mcp_sync.cli.main`).
+"""The ``mcp-sync`` command line: :func:`~mcp_sync.cli.main.main` (in :mod:`mcp_sync.cli.main`).
 
 Modules: :mod:`~mcp_sync.cli.main` (the subcommands), :mod:`~mcp_sync.cli.parser` (the
 grammar and exit codes), :mod:`~mcp_sync.cli.serve` (``mcp-sync serve``),

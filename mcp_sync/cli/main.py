@@ -56,7 +56,7 @@ __all__ = ["main", "COMMANDS", "HANDSHAKE_TIMEOUT", "CLOSE_GRACE", "ABANDON_GRAC
 CLOSE_GRACE = 2.0
 """Seconds a spawned server has to exit after its stdin is closed, before SIGTERM."""
 ABANDON_GRACE = 0.5
-"""The same after a timeout or Ctrl-C: the user is waiting to get the prompt back."""
+"""The same after a timeout or Ctrl-C, when the user is waiting to get the prompt back."""
 
 
 # -- connecting ------------------------------------------------------------------------------
@@ -406,7 +406,7 @@ def _enable_trace(stream: TextIO) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the command line; returns the exit code (see :data:`EXIT_CODES`)."""
+    """Run the command line; returns the exit code (see :data:`~mcp_sync.cli.parser.EXIT_CODES`)."""
     options, command = parse_args(sys.argv[1:] if argv is None else argv)
     if getattr(options, "trace", False):
         _enable_trace(sys.stderr)

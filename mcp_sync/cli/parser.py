@@ -31,6 +31,7 @@ __all__ = [
 EXIT_OK = 0
 EXIT_ERROR = 1
 EXIT_USAGE = 2
+"""The exit code of a usage error (an unknown option, a missing argument); see :data:`EXIT_CODES`."""
 EXIT_TOOL_ERROR = 3
 EXIT_TIMEOUT = 124
 EXIT_INTERRUPTED = 130

@@ -20,8 +20,9 @@ __all__ = ["load_server", "cmd_serve"]
 
 def load_server(spec: str) -> Any:
     """Import ``package.module:attribute`` (default attribute ``server``) and check that it
-    is an :class:`mcp_sync.Server`. Mistakes raise :class:`UsageError` or
-    :class:`CommandError` with a one-line message."""
+    is a :class:`~mcp_sync.server.Server`. Mistakes raise
+    :class:`~mcp_sync.cli.parser.UsageError` or :class:`~mcp_sync.cli.parser.CommandError`
+    with a one-line message."""
     from ..server import Server
 
     module_name, _, attribute = spec.partition(":")

@@ -1,8 +1,9 @@
 """Streamable HTTP: the client transport, the WSGI application and the embedded server.
 
-The client half (:class:`HttpClientTransport`) needs the ``http`` extra (``httpx``), imported
-when a transport opens its connection; the server half (:class:`McpWsgiApp`,
-:func:`serve_http`) uses only the standard library.
+The client half (:class:`~mcp_sync.http.client_transport.HttpClientTransport`) needs the
+``http`` extra (``httpx``), imported when a transport opens its connection; the server half
+(:class:`~mcp_sync.http.wsgi_app.McpWsgiApp`, :func:`~mcp_sync.http.embedded_server.serve_http`)
+uses only the standard library.
 
 Modules: :mod:`~mcp_sync.http.client_transport` (client), :mod:`~mcp_sync.http.wsgi_app`
 (the WSGI application), :mod:`~mcp_sync.http.session_transport` (one server session's

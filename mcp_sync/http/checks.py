@@ -25,7 +25,7 @@ __all__ = [
 ]
 
 LOOPBACK_HOSTS = frozenset({"localhost", "127.0.0.1", "::1"})
-"""Host names that always name this machine: allowed by every :class:`HostAllowList`."""
+"""Host names that always name this machine, allowed by every :class:`HostAllowList`."""
 
 BODY_READ_CHUNK = 64 * 1024
 """Bytes asked of ``wsgi.input`` at a time when reading a body whose length is unknown."""

@@ -23,12 +23,12 @@ way; one that cannot be resumed fails the connection.
 Failures of one call do not end the connection where it is safe to tell:
 
 * a request the server never received (connection refused, reset while sending) fails
-  with :class:`RequestNotSent`;
+  with :class:`~mcp_sync.errors.RequestNotSent`;
 * an HTTP error whose body is a JSON-RPC error fails with :class:`~mcp_sync.errors.McpError`
   (its ``http_status`` set), another 4xx (but 401, 403 and a session's 404) with
-  :class:`HttpError`;
+  :class:`~mcp_sync.errors.HttpError`;
 * an answer over ``max_response_bytes`` (JSON) or an SSE event over ``max_event_bytes`` on
-  the request's stream fails with :class:`ResponseTooLarge` (and the request is cancelled
+  the request's stream fails with :class:`~mcp_sync.errors.ResponseTooLarge` (and the request is cancelled
   on the server). An oversize event on the GET stream is skipped: the stream is reopened
   after it (``Last-Event-ID``) when the event's id came first, else read through and
   discarded. Memory stays bounded either way.
@@ -219,7 +219,7 @@ class HttpClientTransport:
     # -- transport interface ------------------------------------------------------------------
     def read_line(self) -> bytes | None:
         """The next message from any stream; ``None`` once closed. Raises the
-        :class:`SessionEnded` (or other :class:`~mcp_sync.errors.ConnectionClosed`) that
+        :class:`~mcp_sync.errors.SessionEnded` (or other :class:`~mcp_sync.errors.ConnectionClosed`) that
         ended the connection when a stream learnt it (a 404 while resuming, say)."""
         if self._closed.is_set():
             return None
@@ -603,7 +603,7 @@ class HttpClientTransport:
     def _get(self, last_event_id: str | None) -> tuple[Any, Any, float | None]:
         """Open a GET stream: ``(response, None, None)``, or ``(None, why, retry_after)``
         with an HTTP status or an httpx error. A 404 means the server ended the session:
-        the connection fails with :class:`SessionEnded`."""
+        the connection fails with :class:`~mcp_sync.errors.SessionEnded`."""
         headers = self._request_headers(accept="text/event-stream")
         headers.pop("Content-Type", None)
         if last_event_id:

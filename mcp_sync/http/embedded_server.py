@@ -69,6 +69,8 @@ _ACCEPT_POLL = 0.1  # seconds between looks at the shutdown flag while every slo
 
 StartResponse = Callable[..., Any]
 WsgiApp = Callable[[dict[str, Any], StartResponse], Iterable[bytes]]
+"""The type of a WSGI application (PEP 3333), ``app(environ, start_response)``, returning
+the body's bytes."""
 
 
 class _DeadlineReader(io.RawIOBase):
@@ -237,7 +239,7 @@ class HttpServerHandle:
         return self._httpd.peak_connections
 
     def stop(self) -> None:
-        """Close every session (if the app is an :class:`McpWsgiApp`, or has ``close()``),
+        """Close every session (if the app is an :class:`~mcp_sync.http.wsgi_app.McpWsgiApp`, or has ``close()``),
         stop serving, and join the server thread. An MCP app mounted inside another WSGI
         app (Flask, say) is closed by its owner: call its ``close()`` too."""
         close = getattr(self.app, "close", None)
@@ -272,7 +274,7 @@ def serve_http(
     max_connections: int = DEFAULT_MAX_CONNECTIONS,
     allowed_hosts: Sequence[str] | None = None,
 ) -> HttpServerHandle:
-    """Serve ``app`` (an :class:`McpWsgiApp`, or any WSGI app that mounts one) with the
+    """Serve ``app`` (an :class:`~mcp_sync.http.wsgi_app.McpWsgiApp`, or any WSGI app that mounts one) with the
     standard library's threaded WSGI server (one thread per connection). ``port=0`` picks a
     free port; the handle's ``url`` says which. Binds to 127.0.0.1 unless told otherwise.
 

@@ -8,7 +8,7 @@ directly. What the endpoint writes is routed by the inbound request it relates t
   stream while it is open;
 * everything else goes on the session's standalone stream (the one a GET opens).
 
-When *X* is cancelled, its stream is ended without a response (:meth:`inbound_cancelled`).
+When *X* is cancelled, its stream is ended without a response (:meth:`~HttpSessionTransport.inbound_cancelled`).
 
 A client POSTs a request and its ``notifications/cancelled`` on different connections, so two
 WSGI threads may hand them over in the wrong order. A cancel for a request this session has

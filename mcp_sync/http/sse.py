@@ -183,7 +183,7 @@ class Oversize:
 
     Attributes:
         id_known: True when the event's own ``id:`` line came before the overflow, so
-            :attr:`SseParser.last_event_id` already names it (a client can resume *after*
+            the parser's ``last_event_id`` already names it (a client can resume *after*
             it instead of reading the rest).
     """
 
@@ -197,7 +197,7 @@ class Oversize:
 
 
 SseEvent = Tuple[Optional[str], str, str]
-"""A finished event: ``(event id, event type, data)``."""
+"""A finished event, ``(event id, event type, data)``."""
 
 _LINE_END = re.compile(rb"\r\n|\r|\n")
 
@@ -213,7 +213,7 @@ class SseParser:
         max_event_bytes: with :meth:`feed_bytes`, an event whose lines add up to more than
             this is not kept: the parser reports :class:`Oversize` once and discards the
             event's bytes as they come, up to the blank line that ends it (an ``id:`` line
-            among them still sets :attr:`last_event_id`), so memory stays bounded whatever
+            among them still sets ``last_event_id``), so memory stays bounded whatever
             the peer sends.
     """
 

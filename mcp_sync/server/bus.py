@@ -25,7 +25,7 @@ Threads and bounds (both implementations):
   on. Callbacks should be quick (hand the event to the listener's own queue): a slow callback
   delays every later event of that bus.
 * Events wait for the delivery thread in a **bounded** queue (``queue_size`` events). When it
-  is full, the **oldest** waiting event is dropped and counted in :attr:`BusStats.dropped`
+  is full, the **oldest** waiting event is dropped and counted in ``BusStats.dropped``
   (one per subscriber that would have received it); ``publish`` never blocks on a slow
   subscriber.
 * The threads exist only while the bus has at least one open subscription: the first
@@ -81,7 +81,7 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 #: Version of the encoded event (the ``"v"`` member); an event of another version is
-#: rejected by the receiving bus (counted in :attr:`BusStats.rejected`).
+#: rejected by the receiving bus (counted in ``BusStats.rejected``).
 SCHEMA_VERSION = 1
 
 #: Default bound of the delivery queue, in events.
@@ -473,7 +473,7 @@ class RedisBus(_ClosedOnExit):
 
     Failure behaviour: Redis pub/sub keeps nothing, so events published while a listener is
     disconnected never reach it. A lost connection is retried with exponential backoff from
-    ``backoff_initial`` to ``backoff_max`` seconds (counted in :attr:`BusStats.reconnects`
+    ``backoff_initial`` to ``backoff_max`` seconds (counted in ``BusStats.reconnects``
     once connected again); subscriptions stay open meanwhile. :meth:`publish` raises
     :class:`~mcp_sync.errors.BusUnavailable` when Redis cannot be reached within
     ``socket_timeout``; :meth:`subscribe` waits up to ``subscribe_timeout`` for the listener

@@ -21,7 +21,7 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = ["Registry", "MethodHandler", "Completer", "CompletionKey", "ListKind"]
 
 MethodHandler = Callable[["ServerSession", InboundRequest, CancelToken], Any]
-"""A custom request method: ``handler(session, request, token) -> result``."""
+"""A custom request method, ``handler(session, request, token) -> result``."""
 
 Completer = Callable[..., Any]
 """``completer(value, context_arguments)``: see :meth:`Server.completion <mcp_sync.server.Server.completion>`."""

@@ -1,4 +1,4 @@
-"""The :class:`Server`: its identity, the registration decorators, its connections and how
+"""The :class:`~mcp_sync.server.Server`: its identity, the registration decorators, its connections and how
 it runs (the foreground loop, a background thread, HTTP through the delegate)."""
 
 from __future__ import annotations

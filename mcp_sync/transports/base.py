@@ -5,7 +5,7 @@ A transport moves whole lines (one JSON-RPC message each) in both directions:
 * :meth:`Transport.read_line` blocks until a line arrives and returns it without its newline,
   or returns ``None`` at end of stream (or after :meth:`Transport.close`);
 * :meth:`Transport.write` writes one encoded line (newline included); it may block;
-* :meth:`Transport.close` ends the connection and wakes a blocked :meth:`read_line`.
+* :meth:`Transport.close` ends the connection and wakes a blocked :meth:`~Transport.read_line`.
 
 A transport that routes messages (Streamable HTTP: each request's messages on its own
 stream) is also a :class:`RoutingTransport`: the endpoint then hands it every message with
@@ -90,7 +90,7 @@ class Transport(Protocol):
 
 
 MessageKind = Literal["request", "notification", "response", "batch"]
-"""What an outgoing line holds: one request, one notification, one response (result or
+"""What an outgoing line holds -- one request, one notification, one response (result or
 error), or a JSON-RPC batch of responses."""
 
 FailCall = Callable[..., bool]
@@ -108,7 +108,7 @@ class OutboundMeta:
     request_id: RequestId | None = None
     """The id of a request (the one this line sends)."""
     related_request_id: RequestId | None = None
-    """The inbound request this line belongs to: the one a response answers, or the one on
+    """The inbound request this line belongs to -- the one a response answers, or the one on
     whose behalf a request or notification is sent (progress, a log message, sampling)."""
     cancelled_request_id: RequestId | None = None
     """For ``notifications/cancelled``: the request it cancels."""

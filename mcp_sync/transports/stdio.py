@@ -1,7 +1,7 @@
 """The stdio transport for a server process: this process's own stdin and stdout.
 
 stdout must carry only MCP messages, so the transport writes to the raw binary stdout and the
-library logs only to stderr. Reading uses :class:`~.base.FdLineReader`, so :meth:`close`
+library logs only to stderr. Reading uses :class:`~.base.FdLineReader`, so :meth:`~StdioTransport.close`
 stops a reader blocked on stdin.
 """
 

@@ -48,7 +48,7 @@ class SubprocessTransport:
         env: extra environment variables, merged over this process's environment.
         cwd: working directory of the child.
         stderr: ``"inherit"`` (default: copied to this process's stderr as it arrives),
-            ``"capture"`` (kept in :attr:`stderr_lines`, the last 1,000 lines),
+            ``"capture"`` (kept in ``stderr_lines``, the last 1,000 lines),
             ``"discard"``, or a callable that receives each decoded line. Every mode keeps
             the last :data:`STDERR_TAIL_BYTES` (:attr:`stderr_tail`).
         new_session: start the child in a session of its own (POSIX), so that a Ctrl-C at
