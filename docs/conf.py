@@ -67,6 +67,7 @@ _EXTERNAL_MODULES = (
     "argparse",
     "collections",
     "concurrent",
+    "enum",
     "json",
     "logging",
     "os",

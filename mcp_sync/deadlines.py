@@ -2,10 +2,10 @@
 
 Every timeout in mcp_sync (call timeouts, server-side tool deadlines,
 :meth:`CancelToken.with_timeout <mcp_sync.cancel.CancelToken.with_timeout>`) is an entry in
-this heap, never a thread or a ``threading.Timer`` of its own. The thread starts on demand and, once no live entry
-remains, lingers for :data:`IDLE_LINGER` seconds before it exits: sequential calls with a
-timeout reuse one thread instead of starting one about every other call, and an idle
-process still holds no scheduler thread for long. :func:`stop_idle_scheduler` ends an idle
+this heap, never a thread or a ``threading.Timer`` of its own. The thread starts on demand
+and, once no live entry remains, lingers for :data:`IDLE_LINGER` seconds before it exits:
+sequential calls with a timeout reuse one thread instead of starting one about every other
+call, and an idle process still holds no scheduler thread for long. :func:`stop_idle_scheduler` ends an idle
 thread at once (tests use it to check that nothing is left behind).
 
 The thread sleeps until the earliest entry is due, and is woken only when a new entry is

@@ -89,7 +89,7 @@ HTTP status (401 or 403) to refuse; it may also raise :class:`PermissionError` (
 StartResponse = Callable[..., Any]
 
 QUICK_ANSWER_WINDOW = 0.005
-"""Seconds a request's SSE answer is held back: a stream that ends within it (a quick
+"""Seconds a request's SSE answer is held back; a stream that ends within it (a quick
 call) is sent whole, with a ``Content-Length``, which keeps the connection reusable."""
 
 _SSE_HEADERS = (("Content-Type", "text/event-stream"), ("Cache-Control", "no-cache, no-transform"), ("X-Accel-Buffering", "no"))
