@@ -1,0 +1,209 @@
+"""Cancellation storms: random plans of calls and cancels, and the judge of a storm.
+
+A storm sends hundreds of ``work`` calls to the storm server (``tests/peers/storm_server.py``)
+and cancels many of them at random moments. :func:`judge` then holds three records against
+each other -- the calls the client made (:class:`CallPlan`), every message the server wrote
+(as the client read it) and the handlers' own journal -- and asserts the guarantees:
+
+* a request whose cancellation won (its handler's token fired with the client's reason, or
+  it never started) gets nothing more, of any kind: no result, no error; no progress or log
+  message that its handler *began* after the token fired was written (each such call
+  returned False), and exactly the ones that returned True are on the wire;
+* every other request is answered exactly once, with its own result, and none of its
+  notifications was withheld;
+* exactly one of completion and cancellation wins per request, by the handler's record;
+* the server writes nothing else: no request (2026-07-28: never), no
+  ``notifications/cancelled``, no answer to a cancellation, however malformed.
+"""
+
+from __future__ import annotations
+
+import random
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+from typing import Any, Iterable
+
+LEGACY = "2025-11-25"
+MODERN = "2026-07-28"
+ERAS = (LEGACY, MODERN)
+
+ENVELOPE: dict[str, Any] = {
+    "io.modelcontextprotocol/protocolVersion": MODERN,
+    "io.modelcontextprotocol/clientCapabilities": {},
+    "io.modelcontextprotocol/clientInfo": {"name": "storm", "version": "0"},
+    "io.modelcontextprotocol/logLevel": "debug",
+}
+"""The ``_meta`` of every 2026-07-28 request of a storm (it asks for log messages)."""
+
+CANCEL_ENVELOPE = {k: v for k, v in ENVELOPE.items() if not k.endswith("logLevel")}
+"""What the TypeScript client puts in its cancellations' ``_meta``."""
+
+INIT_PARAMS = {"protocolVersion": LEGACY, "capabilities": {}, "clientInfo": {"name": "storm", "version": "0"}}
+
+STEP_KINDS = ("progress", "log", "spin", "pause")
+
+
+def stamp(params: dict[str, Any], era: str) -> dict[str, Any]:
+    """``params`` as a request of ``era`` sends them (the envelope merged in at 2026)."""
+    if era != MODERN:
+        return params
+    out = dict(params)
+    out["_meta"] = {**dict(params.get("_meta") or {}), **ENVELOPE}
+    return out
+
+
+def work_params(plan: CallPlan) -> dict[str, Any]:
+    return {"name": "work", "arguments": {"tag": plan.tag, "steps": plan.steps, "honour": plan.honour}}
+
+
+@dataclass
+class CallPlan:
+    """One call of a storm, and what the client did to it."""
+
+    tag: str
+    steps: list[str]
+    honour: bool
+    cancel_at: str
+    """``never``, ``at once``, ``later`` (after a random moment), ``on progress`` (when its
+    first progress arrives), ``after answer`` (once answered: a completed cancel)."""
+    delay: int = 0
+    request_id: Any = None
+    progress_token: Any = None
+    cancels_sent: int = 0
+    outcome: str = ""
+    """What the client saw: ``result``, ``cancelled``, ``error``."""
+
+    @property
+    def reason(self) -> str:
+        return f"storm cancels {self.tag}"
+
+
+def make_plans(rng: random.Random, count: int, prefix: str = "c") -> list[CallPlan]:
+    """``count`` random calls: random steps (some handlers ignore their token), a third never
+    cancelled, the rest cancelled at every kind of moment."""
+    plans = []
+    for n in range(count):
+        steps = [rng.choice(STEP_KINDS) for _ in range(rng.randrange(0, 9))]
+        cancel_at = rng.choices(
+            ["never", "at once", "later", "on progress", "after answer"], weights=[30, 15, 30, 15, 10]
+        )[0]
+        if cancel_at == "on progress" and "progress" not in steps:
+            steps.insert(rng.randrange(len(steps) + 1), "progress")
+        plans.append(
+            CallPlan(f"{prefix}{n}", steps, rng.random() < 0.5, cancel_at, delay=rng.randrange(0, 3000))
+        )
+    return plans
+
+
+def spin(n: int) -> None:
+    for _ in range(n):
+        pass
+
+
+def _key(value: Any) -> tuple[type, Any]:
+    return (type(value), value)
+
+
+@dataclass
+class Verdict:
+    """How the requests of a storm ended, by the handler's record."""
+
+    counts: Counter[str] = field(default_factory=Counter)
+
+    def check_mix(self) -> None:
+        """The storm really raced: every kind of ending happened."""
+        for kind in ("answered", "cancel won while running", "cancel won while queued", "cancel lost"):
+            assert self.counts[kind] > 0, f"no request ended as {kind!r}: {dict(self.counts)}"
+        assert self.counts["withheld after cancel"] > 0, dict(self.counts)
+
+
+def judge(
+    plans: Iterable[CallPlan],
+    received: list[Any],
+    journal: list[dict[str, Any]],
+    *,
+    other_ids: Iterable[Any] = (),
+) -> Verdict:
+    """Assert the guarantees of a storm (see the module docstring); ``received`` is every
+    message the server wrote, decoded, in order; ``other_ids`` the ids of the client's
+    requests that are not storm calls (``initialize``, ``settle``)."""
+    plans = list(plans)
+    by_id = {_key(p.request_id): p for p in plans}
+    assert len(by_id) == len(plans), "two storm calls shared an id"
+    by_token = {_key(p.progress_token): p for p in plans if p.progress_token is not None}
+    by_tag = {p.tag: p for p in plans}
+    others = {_key(i) for i in other_ids}
+
+    responses: dict[str, list[Any]] = defaultdict(list)
+    progress: Counter[str] = Counter()
+    logs: Counter[str] = Counter()
+    for message in received:
+        assert isinstance(message, dict), f"the server wrote a line that is not a JSON object: {message!r}"
+        assert message.get("jsonrpc") == "2.0", message
+        if "method" in message:
+            assert "id" not in message, f"the server sent a request: {message}"
+            method, params = message["method"], message.get("params") or {}
+            if method == "notifications/progress":
+                plan = by_token.get(_key(params.get("progressToken")))
+                assert plan is not None, f"progress for no storm call: {message}"
+                progress[plan.tag] += 1
+            elif method == "notifications/message":
+                data = params.get("data")
+                assert isinstance(data, dict) and data.get("storm") in by_tag, f"a log message of no call: {message}"
+                logs[data["storm"]] += 1
+            else:
+                raise AssertionError(f"the server sent an unexpected notification: {message}")
+            continue
+        key = _key(message.get("id"))
+        if key in others:
+            continue
+        plan = by_id.get(key)
+        assert plan is not None, f"an answer to no request of ours (a cancellation answered?): {message}"
+        responses[plan.tag].append(message)
+
+    events: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for event in journal:
+        events[event["tag"]].append(event)
+    verdict = Verdict()
+    counts = verdict.counts
+    for plan in plans:
+        mine = events.get(plan.tag, [])
+        answered = responses.get(plan.tag, [])
+        where = f"call {plan.tag} (id {plan.request_id!r}, cancel {plan.cancel_at}, honour={plan.honour})"
+        assert len(answered) <= 1, f"{where}: answered {len(answered)} times: {answered}"
+        started = [e for e in mine if e["kind"] == "start"]
+        cancels = [e for e in mine if e["kind"] == "cancel"]
+        assert len(started) <= 1 and len(cancels) <= 1, f"{where}: {mine}"
+        assert all(e["reason"] == plan.reason for e in cancels), f"{where}: its token fired for another reason: {cancels}"
+        if cancels:
+            assert plan.cancels_sent, f"{where}: its token fired but the client never cancelled it"
+        reports = [e for e in mine if e["kind"] in ("progress", "log")]
+        sent_progress = sum(1 for e in reports if e["kind"] == "progress" and e["sent"])
+        sent_logs = sum(1 for e in reports if e["kind"] == "log" and e["sent"])
+        assert progress[plan.tag] == sent_progress, (
+            f"{where}: {progress[plan.tag]} progress notifications on the wire, the handler sent {sent_progress}"
+        )
+        assert logs[plan.tag] == sent_logs, f"{where}: {logs[plan.tag]} log messages on the wire, the handler sent {sent_logs}"
+        cancel_won = bool(cancels) or not started
+        assert cancel_won != bool(answered), (
+            f"{where}: cancellation won={cancel_won} (token fired={bool(cancels)}, started={bool(started)})"
+            f" but answers={answered}"
+        )
+        if not started:
+            assert plan.cancels_sent, f"{where}: never ran and was never cancelled"
+            assert mine == [], f"{where}: {mine}"
+            counts["cancel won while queued"] += 1
+            continue
+        if cancels:
+            fired = cancels[0]["seq"]
+            late = [e for e in reports if e["began"] > fired and e["sent"]]
+            assert late == [], f"{where}: written after its cancellation won: {late}"
+            counts["withheld after cancel"] += sum(1 for e in reports if not e["sent"])
+            counts["cancel won while running"] += 1
+            continue
+        assert all(e["sent"] for e in reports), f"{where}: a notification of a running request was withheld: {reports}"
+        (answer,) = answered
+        assert "result" in answer, f"{where}: answered with an error: {answer}"
+        assert answer["result"].get("structuredContent") == {"tag": plan.tag}, f"{where}: got another result: {answer}"
+        counts["cancel lost" if plan.cancels_sent else "answered"] += 1
+    return verdict
