@@ -87,10 +87,13 @@ def make_plans(rng: random.Random, count: int, prefix: str = "c") -> list[CallPl
         cancel_at = rng.choices(
             ["never", "at once", "later", "on progress", "after answer"], weights=[30, 15, 30, 15, 10]
         )[0]
+        honour = rng.random() < 0.5
+        if not honour:  # goes on reporting after its token fired: all of it must be withheld
+            steps += ["pause", "progress", "log"]
         if cancel_at == "on progress" and "progress" not in steps:
             steps.insert(rng.randrange(len(steps) + 1), "progress")
         plans.append(
-            CallPlan(f"{prefix}{n}", steps, rng.random() < 0.5, cancel_at, delay=rng.randrange(0, 3000))
+            CallPlan(f"{prefix}{n}", steps, honour, cancel_at, delay=rng.randrange(0, 3000))
         )
     return plans
 
