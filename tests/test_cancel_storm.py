@@ -22,6 +22,7 @@ import os
 import random
 import threading
 import zlib
+from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -31,6 +32,7 @@ import pytest
 from mcp_sync.cancel import CancelToken
 from mcp_sync.endpoint import Endpoint, PendingCall
 from mcp_sync.errors import Cancelled
+from mcp_sync.protocol import NOT_RUNNING
 from mcp_sync.transports.memory import memory_pair
 from mcp_sync.transports.stdio import StdioTransport
 from mcp_sync.transports.subprocess import SubprocessTransport
@@ -38,7 +40,18 @@ from mcp_sync.transports.subprocess import SubprocessTransport
 from peers.storm_server import Journal, build_server
 from support.paths import PEERS, PYTHON, ROOT
 from support.recording import RecordingTransport
-from support.storm import ERAS, INIT_PARAMS, LEGACY, CallPlan, make_plans, spin, stamp, judge, work_params
+from support.storm import (
+    ERAS,
+    INIT_PARAMS,
+    LEGACY,
+    CallPlan,
+    check_era,
+    judge,
+    make_plans,
+    spin,
+    stamp,
+    work_params,
+)
 from support.waiting import WAIT
 
 CALLS = 240
@@ -49,13 +62,14 @@ STORM_WAIT = 60.0
 
 
 @contextmanager
-def served_memory(journal: Journal) -> Iterator[Any]:
+def served_memory(journal: Journal, withheld: Counter[str]) -> Iterator[Any]:
     client_end, server_end = memory_pair()
     handle = build_server(journal, max_workers=SERVER_WORKERS).serve_in_thread(server_end)
     try:
         yield client_end
     finally:
         handle.stop(WAIT)
+        withheld.update(handle.session.endpoint.withheld)
 
 
 class _PipeEnd:
@@ -79,7 +93,7 @@ class _PipeEnd:
 
 
 @contextmanager
-def served_pipes(journal: Journal) -> Iterator[Any]:
+def served_pipes(journal: Journal, withheld: Counter[str]) -> Iterator[Any]:
     to_server_r, to_server_w = os.pipe()
     to_client_r, to_client_w = os.pipe()
     server_in, server_out = os.fdopen(to_server_r, "rb", buffering=0), os.fdopen(to_client_w, "wb", buffering=0)
@@ -89,6 +103,7 @@ def served_pipes(journal: Journal) -> Iterator[Any]:
         yield client_end
     finally:
         handle.stop(WAIT)
+        withheld.update(handle.session.endpoint.withheld)
         server_out.close()  # the client reads the end of its input
         server_in.close()
         client_end._in.close()
@@ -214,6 +229,14 @@ def storm(transport: Any, era: str, plans: list[CallPlan], seed: int) -> tuple[R
             assert call.done() and plan.outcome in ("result", "cancelled"), plan
             assert call.cancelled() is (plan.outcome == "cancelled"), plan
         assert client.in_flight() == (0, 0)
+        # a response that lost to the client's own cancel was dropped quietly: the caller
+        # saw "cancelled", never the result, never a connection error
+        answered = {m.get("id") for m in recorder.received if isinstance(m, dict) and "method" not in m}
+        late = sum(1 for plan in plans if plan.outcome == "cancelled" and plan.request_id in answered)
+        assert client.dropped["late response after cancellation"] == late, client.dropped
+        # and so was progress that crossed the cancel on the wire; nothing else was dropped
+        crossing = {"late response after cancellation", "progress for an unknown or finished request"}
+        assert set(client.dropped) <= crossing, client.dropped
     finally:
         client.close(WAIT)
     for plan in plans:
@@ -249,14 +272,19 @@ def test_cancellation_storm(era: str, transport: str, fast_switching: None, tmp_
     seed = zlib.crc32(f"{era} {transport}".encode()) % 1000
     plans = make_plans(random.Random(seed), CALLS)
     journal = Journal()
+    withheld: Counter[str] = Counter()
     if transport == "memory":
-        serving = served_memory(journal)
+        serving = served_memory(journal, withheld)
     elif transport == "pipes":
-        serving = served_pipes(journal)
+        serving = served_pipes(journal, withheld)
     else:
         serving = served_subprocess(journal, tmp_path)
     with serving as client_end:
         recorder, other_ids = storm(client_end, era, plans, seed)
     verdict = judge(plans, recorder.received, journal.events, other_ids=other_ids)
+    check_era(recorder.received, era)
     check_client_agrees(plans, journal.events)
     verdict.check_mix()
+    if transport != "subprocess":  # the server counts what it withheld, one by one
+        not_sent = sum(1 for e in journal.events if e["kind"] in ("progress", "log") and not e["sent"])
+        assert withheld == Counter({NOT_RUNNING: not_sent}), withheld

@@ -120,6 +120,18 @@ class Verdict:
         assert self.counts["withheld after cancel"] > 0, dict(self.counts)
 
 
+def check_era(received: list[Any], era: str) -> None:
+    """Every result the server wrote is of ``era``: ``resultType`` on each at 2026-07-28, on
+    none at 2025-11-25 (so the storm really ran in the era it names)."""
+    results = [m["result"] for m in received if isinstance(m, dict) and isinstance(m.get("result"), dict)]
+    assert results, "no result on the wire"
+    typed = [r for r in results if "resultType" in r]
+    if era == MODERN:
+        assert len(typed) == len(results), f"a 2026-07-28 result without resultType: {results}"
+    else:
+        assert typed == [], f"a 2025-11-25 result with resultType: {typed}"
+
+
 def judge(
     plans: Iterable[CallPlan],
     received: list[Any],
