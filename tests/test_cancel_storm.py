@@ -31,7 +31,7 @@ import pytest
 
 from mcp_sync.cancel import CancelToken
 from mcp_sync.endpoint import Endpoint, PendingCall
-from mcp_sync.errors import Cancelled
+from mcp_sync.errors import Cancelled, RequestTimeout
 from mcp_sync.protocol import NOT_RUNNING
 from mcp_sync.transports.memory import memory_pair
 from mcp_sync.transports.stdio import StdioTransport
@@ -158,7 +158,11 @@ def storm(transport: Any, era: str, plans: list[CallPlan], seed: int) -> tuple[R
                     token.cancel(plan.reason)
 
             call = client.submit(
-                "tools/call", stamp(work_params(plan), era), cancel_token=token, on_progress=on_progress
+                "tools/call",
+                stamp(work_params(plan), era),
+                cancel_token=token,
+                on_progress=on_progress,
+                timeout=plan.timeout,
             )
             plan.request_id = plan.progress_token = call.request_id
             with calls_lock:
@@ -184,6 +188,8 @@ def storm(transport: Any, era: str, plans: list[CallPlan], seed: int) -> tuple[R
                             plan.outcome = "result"
                         except Cancelled:
                             plan.outcome = "cancelled"
+                        except RequestTimeout:
+                            plan.outcome = "timeout"
                         if plan.cancel_at == "after answer":
                             assert call.cancel(plan.reason) is (plan.outcome == "cancelled")
             except BaseException as exc:
@@ -226,13 +232,14 @@ def storm(transport: Any, era: str, plans: list[CallPlan], seed: int) -> tuple[R
         # every call settled exactly once, and the client's view of it is consistent
         for plan in plans:
             call = calls[plan.tag]
-            assert call.done() and plan.outcome in ("result", "cancelled"), plan
+            assert call.done() and plan.outcome in ("result", "cancelled", "timeout"), plan
+            assert (plan.outcome == "timeout") <= (plan.timeout is not None), plan
             assert call.cancelled() is (plan.outcome == "cancelled"), plan
         assert client.in_flight() == (0, 0)
         # a response that lost to the client's own cancel was dropped quietly: the caller
         # saw "cancelled", never the result, never a connection error
         answered = {m.get("id") for m in recorder.received if isinstance(m, dict) and "method" not in m}
-        late = sum(1 for plan in plans if plan.outcome == "cancelled" and plan.request_id in answered)
+        late = sum(1 for plan in plans if plan.outcome != "result" and plan.request_id in answered)
         assert client.dropped["late response after cancellation"] == late, client.dropped
         # and so was progress that crossed the cancel on the wire; nothing else was dropped
         crossing = {"late response after cancellation", "progress for an unknown or finished request"}
@@ -258,7 +265,9 @@ def check_client_agrees(plans: list[CallPlan], journal: list[dict[str, Any]]) ->
     started = {e["tag"] for e in journal if e["kind"] == "start"}
     for plan in plans:
         if plan.tag in fired or plan.tag not in started:
-            assert plan.outcome == "cancelled", f"{plan.tag}: the server's cancellation won, the client saw {plan.outcome}"
+            assert plan.outcome in ("cancelled", "timeout"), (
+                f"{plan.tag}: the server's cancellation won, the client saw {plan.outcome}"
+            )
         if plan.outcome == "result":
             assert plan.tag in started and plan.tag not in fired, plan
 
@@ -270,7 +279,7 @@ TRANSPORTS = ("memory", "pipes", "subprocess")
 @pytest.mark.parametrize("era", ERAS)
 def test_cancellation_storm(era: str, transport: str, fast_switching: None, tmp_path: Any) -> None:
     seed = zlib.crc32(f"{era} {transport}".encode()) % 1000
-    plans = make_plans(random.Random(seed), CALLS)
+    plans = make_plans(random.Random(seed), CALLS, timeouts=True)
     journal = Journal()
     withheld: Counter[str] = Counter()
     if transport == "memory":
@@ -285,6 +294,7 @@ def test_cancellation_storm(era: str, transport: str, fast_switching: None, tmp_
     check_era(recorder.received, era)
     check_client_agrees(plans, journal.events)
     verdict.check_mix()
+    assert {plan.outcome for plan in plans} == {"result", "cancelled", "timeout"}
     if transport != "subprocess":  # the server counts what it withheld, one by one
         not_sent = sum(1 for e in journal.events if e["kind"] in ("progress", "log") and not e["sent"])
         assert withheld == Counter({NOT_RUNNING: not_sent}), withheld

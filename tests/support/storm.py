@@ -65,8 +65,10 @@ class CallPlan:
     honour: bool
     cancel_at: str
     """``never``, ``at once``, ``later`` (after a random moment), ``on progress`` (when its
-    first progress arrives), ``after answer`` (once answered: a completed cancel)."""
+    first progress arrives), ``after answer`` (once answered: a completed cancel),
+    ``timeout`` (the client's own timeout cancels it)."""
     delay: int = 0
+    timeout: float | None = None
     request_id: Any = None
     progress_token: Any = None
     cancels_sent: int = 0
@@ -75,25 +77,29 @@ class CallPlan:
 
     @property
     def reason(self) -> str:
+        """The reason its cancellation carries (a timeout's says so)."""
+        if self.timeout is not None:
+            return f"timed out after {self.timeout:g} s"
         return f"storm cancels {self.tag}"
 
 
-def make_plans(rng: random.Random, count: int, prefix: str = "c") -> list[CallPlan]:
-    """``count`` random calls: random steps (some handlers ignore their token), a third never
-    cancelled, the rest cancelled at every kind of moment."""
+def make_plans(rng: random.Random, count: int, prefix: str = "c", *, timeouts: bool = False) -> list[CallPlan]:
+    """``count`` random calls: random steps (some handlers ignore their token), about a
+    third never cancelled, the rest cancelled at every kind of moment (with ``timeouts``,
+    some by the client's own short timeout)."""
     plans = []
+    moments = ["never", "at once", "later", "on progress", "after answer", "timeout"]
     for n in range(count):
         steps = [rng.choice(STEP_KINDS) for _ in range(rng.randrange(0, 9))]
-        cancel_at = rng.choices(
-            ["never", "at once", "later", "on progress", "after answer"], weights=[30, 15, 30, 15, 10]
-        )[0]
+        cancel_at = rng.choices(moments, weights=[30, 15, 30, 15, 10, 10 if timeouts else 0])[0]
         honour = rng.random() < 0.5
         if not honour:  # goes on reporting after its token fired: all of it must be withheld
             steps += ["pause", "progress", "log"]
         if cancel_at == "on progress" and "progress" not in steps:
             steps.insert(rng.randrange(len(steps) + 1), "progress")
+        timeout = rng.choice([0.0005, 0.001, 0.002, 0.004]) if cancel_at == "timeout" else None
         plans.append(
-            CallPlan(f"{prefix}{n}", steps, honour, cancel_at, delay=rng.randrange(0, 3000))
+            CallPlan(f"{prefix}{n}", steps, honour, cancel_at, delay=rng.randrange(0, 3000), timeout=timeout)
         )
     return plans
 
@@ -189,7 +195,9 @@ def judge(
         started = [e for e in mine if e["kind"] == "start"]
         cancels = [e for e in mine if e["kind"] == "cancel"]
         assert len(started) <= 1 and len(cancels) <= 1, f"{where}: {mine}"
-        assert all(e["reason"] == plan.reason for e in cancels), f"{where}: its token fired for another reason: {cancels}"
+        assert all(e["reason"] == plan.reason for e in cancels), (
+            f"{where}: its token fired for another reason: {cancels}"
+        )
         if cancels:
             assert plan.cancels_sent, f"{where}: its token fired but the client never cancelled it"
         reports = [e for e in mine if e["kind"] in ("progress", "log")]
@@ -198,7 +206,9 @@ def judge(
         assert progress[plan.tag] == sent_progress, (
             f"{where}: {progress[plan.tag]} progress notifications on the wire, the handler sent {sent_progress}"
         )
-        assert logs[plan.tag] == sent_logs, f"{where}: {logs[plan.tag]} log messages on the wire, the handler sent {sent_logs}"
+        assert logs[plan.tag] == sent_logs, (
+            f"{where}: {logs[plan.tag]} log messages on the wire, the handler sent {sent_logs}"
+        )
         cancel_won = bool(cancels) or not started
         assert cancel_won != bool(answered), (
             f"{where}: cancellation won={cancel_won} (token fired={bool(cancels)}, started={bool(started)})"
