@@ -25,6 +25,7 @@ from typing import Any
 
 import pytest
 
+from support.line_client import LineClient, same_id
 from support.paths import PEERS, PYTHON, ROOT
 from support.storm import (
     CANCEL_ENVELOPE,
@@ -55,69 +56,35 @@ JUNK_CANCELS: list[dict[str, Any]] = [
 ]
 
 
-class RawClient:
-    """JSON lines to a child's stdin; every line of its stdout kept, decoded, in order."""
+class ChildLines:
+    """A child process's stdin and stdout as lines, nothing more."""
 
     def __init__(self, argv: list[str], env: dict[str, str], stderr: Any) -> None:
         self.process = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr, env=env)
-        self.received: list[Any] = []
-        self.sent: list[dict[str, Any]] = []
-        self._cond = threading.Condition()
-        self._write_lock = threading.Lock()
-        self.on_message: Any = None
-        self._reader = threading.Thread(target=self._read, name="raw-client-reader")
-        self._reader.start()
 
-    def _read(self) -> None:
+    def read_line(self) -> bytes | None:
         assert self.process.stdout is not None
-        for raw in self.process.stdout:
-            try:
-                message = json.loads(raw)
-            except ValueError:
-                message = raw
-            with self._cond:
-                self.received.append(message)
-                self._cond.notify_all()
-            if self.on_message is not None:
-                self.on_message(message)
+        return self.process.stdout.readline() or None
 
-    def write(self, message: dict[str, Any]) -> None:
+    def write(self, data: bytes) -> None:
         assert self.process.stdin is not None
-        with self._write_lock:
-            self.sent.append(message)
-            self.process.stdin.write(json.dumps(message).encode() + b"\n")
-            self.process.stdin.flush()
+        self.process.stdin.write(data)
+        self.process.stdin.flush()
 
-    def wait_answer(self, request_id: Any, timeout: float = WAIT) -> dict[str, Any]:
-        def answer() -> Any:
-            return next(
-                (m for m in self.received if isinstance(m, dict) and "method" not in m and m.get("id") == request_id
-                 and type(m.get("id")) is type(request_id)),
-                None,
-            )
-
-        with self._cond:
-            ok = self._cond.wait_for(lambda: answer() is not None, timeout)
-            assert ok, f"no answer to {request_id!r} within {timeout} s; received {self.received[-5:]}"
-            found = answer()
-        assert isinstance(found, dict)
-        return found
-
-    def finish(self) -> int:
+    def finish(self, client: LineClient) -> int:
         """Close stdin, read to the end, reap the child; its exit code."""
         assert self.process.stdin is not None
         self.process.stdin.close()
-        self._reader.join(STORM_WAIT)
-        assert not self._reader.is_alive(), "the server did not close its stdout"
+        client.join(STORM_WAIT)
         return self.process.wait(WAIT)
 
     def kill(self) -> None:
         if self.process.poll() is None:
             self.process.kill()
             self.process.wait(WAIT)
-        if self.process.stdin is not None and not self.process.stdin.closed:
-            self.process.stdin.close()
-        self._reader.join(WAIT)
+        for stream in (self.process.stdin, self.process.stdout):
+            if stream is not None and not stream.closed:
+                stream.close()
 
 
 def request(request_id: Any, method: str, params: dict[str, Any]) -> dict[str, Any]:
@@ -128,7 +95,7 @@ def cancellation(params: dict[str, Any]) -> dict[str, Any]:
     return {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": params}
 
 
-def drive(client: RawClient, era: str, plans: list[CallPlan], rng: random.Random) -> None:
+def drive(client: LineClient, era: str, plans: list[CallPlan], rng: random.Random) -> None:
     """Send every call and its cancellation, interleaved at random, with junk cancels."""
     lock = threading.Lock()
     answered: set[str] = set()
@@ -165,7 +132,7 @@ def drive(client: RawClient, era: str, plans: list[CallPlan], rng: random.Random
                 with lock:
                     answered.add(plan.tag)
 
-    client.on_message = on_message
+    client.on_message = on_message  # before the first call is written
     later: list[CallPlan] = []
     after_answer: list[CallPlan] = []
     for plan in plans:
@@ -219,7 +186,8 @@ def test_cancellation_storm_on_the_raw_wire(era: str, fast_switching: None, tmp_
         "STORM_SWITCH_INTERVAL": "1e-6",
     }
     with open(tmp_path / "stderr.txt", "wb") as stderr:
-        client = RawClient([PYTHON, str(PEERS / "storm_server.py")], env, stderr)
+        child = ChildLines([PYTHON, str(PEERS / "storm_server.py")], env, stderr)
+        client = LineClient(child)
         try:
             if era == LEGACY:
                 client.write(request("init", "initialize", INIT_PARAMS))
@@ -229,9 +197,10 @@ def test_cancellation_storm_on_the_raw_wire(era: str, fast_switching: None, tmp_
             client.write(request("settle", "tools/call", stamp({"name": "settle", "arguments": {}}, era)))
             settled = client.wait_answer("settle", STORM_WAIT)
             assert settled["result"]["structuredContent"] == {"result": True}, settled
-            code = client.finish()
+            code = child.finish(client)
         finally:
-            client.kill()
+            child.kill()
+            client.join()
     assert code == 0, (tmp_path / "stderr.txt").read_text()
     for plan in plans:
         plan.cancels_sent = sum(
@@ -239,7 +208,7 @@ def test_cancellation_storm_on_the_raw_wire(era: str, fast_switching: None, tmp_
             for m in client.sent
             if m.get("method") == "notifications/cancelled"
             and "requestId" in m["params"]
-            and (type(m["params"]["requestId"]), m["params"]["requestId"]) == (type(plan.request_id), plan.request_id)
+            and same_id(m["params"]["requestId"], plan.request_id)
         )
     with open(journal_path, encoding="utf-8") as lines:
         journal = [json.loads(line) for line in lines]
