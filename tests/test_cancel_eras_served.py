@@ -102,7 +102,8 @@ class Conversation:
         params: dict[str, Any] = {"name": name, "arguments": arguments}
         if progress_token is not None:
             params["_meta"] = {"progressToken": progress_token}
-        self.client.write({"jsonrpc": "2.0", "id": request_id, "method": "tools/call", "params": stamp(params, self.era)})
+        message = {"jsonrpc": "2.0", "id": request_id, "method": "tools/call", "params": stamp(params, self.era)}
+        self.client.write(message)
         return request_id
 
     def gated(self, tag: str, *, raise_late: bool = False) -> int:
