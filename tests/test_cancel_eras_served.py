@@ -38,6 +38,7 @@ class Gate:
     returned: threading.Event = field(default_factory=threading.Event)
     after: list[tuple[str, bool]] = field(default_factory=list)
     """(what, sent) of every report the handler made after its gate opened."""
+    thread: threading.Thread | None = None
 
 
 class Gates:
@@ -71,6 +72,21 @@ def build(gates: Gates, max_workers: int) -> Server:
         gate.returned.set()
         if raise_late:
             raise RuntimeError(f"{tag} failed after its cancellation")
+        return tag
+
+    @server.tool()
+    def leaky(tag: str, ctx: Context) -> str:
+        """Returns at once, leaving a thread that reports and logs for it once its gate opens."""
+        gate = gates[tag]
+
+        def later() -> None:
+            if gate.release.wait(WAIT):
+                gate.after.append(("progress", ctx.report_progress(5, message="after")))
+                gate.after.append(("log", ctx.log("error", {"tag": tag, "when": "after"})))
+            gate.returned.set()
+
+        gate.thread = threading.Thread(target=later, name=f"leaky-{tag}")
+        gate.thread.start()
         return tag
 
     @server.tool()
@@ -259,3 +275,20 @@ def test_cancel_twice_fires_once(conversation: Conversation) -> None:
     conv.close()
     assert conv.dropped[UNKNOWN] == 1
     assert [m for m in conv.client.about(request_id) if "method" not in m] == []
+
+
+def test_nothing_for_a_request_after_its_answer(conversation: Conversation) -> None:
+    """A thread the handler left behind reports and logs after the answer: withheld."""
+    conv = conversation
+    request_id = conv.call("leaky", {"tag": "a"}, progress_token="p-a")
+    assert conv.client.wait_answer(request_id)["result"]["content"][0]["text"] == "a"
+    gate = conv.gates["a"]
+    gate.release.set()
+    wait_event(gate.returned, "the leftover thread to report")
+    assert gate.thread is not None
+    gate.thread.join(WAIT)
+    conv.barrier()
+    conv.close()
+    assert gate.after == [("progress", False), ("log", False)]
+    assert kinds(conv.client.about(request_id, "p-a", "a")) == ["result"]
+    assert conv.withheld == {"notification for a request that is not running": 2}
