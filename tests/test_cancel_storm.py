@@ -293,10 +293,11 @@ def test_cancellation_storm(era: str, transport: str, fast_switching: None, tmp_
         serving = served_subprocess(journal, tmp_path)
     with serving as client_end:
         recorder, other_ids = storm(client_end, era, plans, seed)
-    verdict = judge(plans, recorder.received, journal.events, other_ids=other_ids)
+    verdict = judge(plans, recorder.received, journal.events, other_ids=other_ids, sent=recorder.sent)
     check_era(recorder.received, era)
     check_client_agrees(plans, journal.events)
     verdict.check_mix()
+    assert verdict.counts["ordered after cancel"] > 0, dict(verdict.counts)
     assert {plan.outcome for plan in plans} == {"result", "cancelled", "timeout"}
     if transport != "subprocess":  # the server counts what it withheld, one by one
         not_sent = sum(1 for e in journal.events if e["kind"] in ("progress", "log") and not e["sent"])

@@ -214,6 +214,7 @@ def test_cancellation_storm_on_the_raw_wire(era: str, fast_switching: None, tmp_
         journal = [json.loads(line) for line in lines]
     # the settle answer is the last thing about the storm; after it, nothing at all
     assert client.received[-1].get("id") == "settle", client.received[-3:]
-    verdict = judge(plans, client.received, journal, other_ids=["init", "settle"])
+    verdict = judge(plans, client.received, journal, other_ids=["init", "settle"], sent=client.sent)
     verdict.check_mix()
+    assert verdict.counts["ordered after cancel"] > 0, dict(verdict.counts)
     check_era(client.received, era)

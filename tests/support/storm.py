@@ -12,6 +12,8 @@ each other -- the calls the client made (:class:`CallPlan`), every message the s
 * every other request is answered exactly once, with its own result, and none of its
   notifications was withheld;
 * exactly one of completion and cancellation wins per request, by the handler's record;
+* on the wire itself, nothing about a request whose cancellation won follows the answer to
+  any request the client wrote after that cancellation;
 * the server writes nothing else: no request (2026-07-28: never), no
   ``notifications/cancelled``, no answer to a cancellation, however malformed.
 """
@@ -138,16 +140,50 @@ def check_era(received: list[Any], era: str) -> None:
         assert typed == [], f"a 2025-11-25 result with resultType: {typed}"
 
 
+def _answer_after_cancel(
+    plan: CallPlan, sent: list[Any], answer_at: dict[tuple[type, Any], int]
+) -> int | None:
+    """Where on the wire the first answer to a request written after ``plan``'s first
+    cancellation is (``None`` if there is none)."""
+    target = _key(plan.request_id)
+    first = next(
+        (
+            n
+            for n, m in enumerate(sent)
+            if isinstance(m, dict)
+            and m.get("method") == "notifications/cancelled"
+            and isinstance(m.get("params"), dict)
+            and "requestId" in m["params"]
+            and _key(m["params"]["requestId"]) == target
+        ),
+        None,
+    )
+    if first is None:
+        return None
+    later = [
+        answer_at.get(_key(m["id"])) for m in sent[first + 1 :] if isinstance(m, dict) and "method" in m and "id" in m
+    ]
+    positions = [p for p in later if p is not None]
+    return min(positions) if positions else None
+
+
 def judge(
     plans: Iterable[CallPlan],
     received: list[Any],
     journal: list[dict[str, Any]],
     *,
     other_ids: Iterable[Any] = (),
+    sent: list[Any] | None = None,
 ) -> Verdict:
     """Assert the guarantees of a storm (see the module docstring); ``received`` is every
     message the server wrote, decoded, in order; ``other_ids`` the ids of the client's
-    requests that are not storm calls (``initialize``, ``settle``)."""
+    requests that are not storm calls (``initialize``, ``settle``).
+
+    With ``sent`` (every message the client wrote, in the order written) the wire's own order
+    is checked too: the server reads in order and queues what it writes in order, so once it
+    answers a request written after a cancellation that won, nothing more about the cancelled
+    request may follow on the wire.
+    """
     plans = list(plans)
     by_id = {_key(p.request_id): p for p in plans}
     assert len(by_id) == len(plans), "two storm calls shared an id"
@@ -158,7 +194,9 @@ def judge(
     responses: dict[str, list[Any]] = defaultdict(list)
     progress: Counter[str] = Counter()
     logs: Counter[str] = Counter()
-    for message in received:
+    last_about: dict[str, int] = {}
+    answer_at: dict[tuple[type, Any], int] = {}
+    for position, message in enumerate(received):
         assert isinstance(message, dict), f"the server wrote a line that is not a JSON object: {message!r}"
         assert message.get("jsonrpc") == "2.0", message
         if "method" in message:
@@ -168,19 +206,23 @@ def judge(
                 plan = by_token.get(_key(params.get("progressToken")))
                 assert plan is not None, f"progress for no storm call: {message}"
                 progress[plan.tag] += 1
+                last_about[plan.tag] = position
             elif method == "notifications/message":
                 data = params.get("data")
                 assert isinstance(data, dict) and data.get("storm") in by_tag, f"a log message of no call: {message}"
                 logs[data["storm"]] += 1
+                last_about[data["storm"]] = position
             else:
                 raise AssertionError(f"the server sent an unexpected notification: {message}")
             continue
         key = _key(message.get("id"))
+        answer_at.setdefault(key, position)
         if key in others:
             continue
         plan = by_id.get(key)
         assert plan is not None, f"an answer to no request of ours (a cancellation answered?): {message}"
         responses[plan.tag].append(message)
+        last_about[plan.tag] = position
 
     events: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for event in journal:
@@ -214,6 +256,14 @@ def judge(
             f"{where}: cancellation won={cancel_won} (token fired={bool(cancels)}, started={bool(started)})"
             f" but answers={answered}"
         )
+        if cancel_won and sent is not None:
+            bound = _answer_after_cancel(plan, sent, answer_at)
+            if bound is not None:
+                assert last_about.get(plan.tag, -1) < bound, (
+                    f"{where}: a message about it followed the answer to a request written after its"
+                    " cancellation"
+                )
+                counts["ordered after cancel"] += 1
         if not started:
             assert plan.cancels_sent, f"{where}: never ran and was never cancelled"
             assert mine == [], f"{where}: {mine}"
