@@ -17,7 +17,6 @@ process, and over a subprocess's stdio.
 
 from __future__ import annotations
 
-import json
 import os
 import random
 import threading
@@ -124,18 +123,41 @@ def served_subprocess(journal: Journal, tmp_path: Any) -> Iterator[Any]:
     finally:
         transport.close()
         assert transport.process.returncode == 0, transport.stderr_tail
-        journal.events.extend(read_journal(path))
+        journal.events.extend(Journal.load(path))
 
 
-def read_journal(path: Any) -> list[dict[str, Any]]:
-    with open(path, encoding="utf-8") as lines:
-        return [json.loads(line) for line in lines]
+class CrossingRecorder(RecordingTransport):
+    """Records every line; on reading the answer of a chosen call, runs that call's action
+    before the client may see the answer (the pause control: the answer is on its way, not
+    yet read, when the action cancels the call -- so the server's completion has won)."""
+
+    def __init__(self, inner: Any) -> None:
+        super().__init__(inner)
+        self._actions: dict[str, Any] = {}
+        self._actions_lock = threading.Lock()
+
+    def before_answer(self, tag: str, action: Any) -> None:
+        with self._actions_lock:
+            self._actions[tag] = action
+
+    def read_line(self) -> bytes | None:
+        line = super().read_line()
+        if line is not None and line.strip():
+            message = self._decode(line)
+            result = message.get("result") if isinstance(message, dict) else None
+            content = result.get("structuredContent") if isinstance(result, dict) else None
+            tag = content.get("tag") if isinstance(content, dict) else None
+            with self._actions_lock:
+                action = self._actions.pop(tag, None)
+            if action is not None:
+                action()
+        return line
 
 
 def storm(transport: Any, era: str, plans: list[CallPlan], seed: int) -> tuple[RecordingTransport, list[Any]]:
     """Run the storm through an mcp_sync endpoint on ``transport``; returns the recorder and
     the ids of the requests that were not storm calls."""
-    recorder = RecordingTransport(transport)
+    recorder = CrossingRecorder(transport)
     client = Endpoint(recorder, name="storm-client", max_workers=1).start()
     other_ids: list[Any] = []
     try:
@@ -152,6 +174,14 @@ def storm(transport: Any, era: str, plans: list[CallPlan], seed: int) -> tuple[R
 
         def submit(plan: CallPlan) -> PendingCall:
             token = CancelToken()
+            if plan.cancel_at == "answer crossing":  # cancelled by the reader, the answer in hand
+                submitted = threading.Event()
+
+                def cross() -> None:
+                    if not (submitted.wait(WAIT) and calls[plan.tag].cancel(plan.reason)):
+                        errors.append(AssertionError(f"{plan.tag}: not cancelled with its answer in hand"))
+
+                recorder.before_answer(plan.tag, cross)
 
             def on_progress(_progress: float, _total: float | None, _message: str | None) -> None:
                 if plan.cancel_at == "on progress":
@@ -167,6 +197,8 @@ def storm(transport: Any, era: str, plans: list[CallPlan], seed: int) -> tuple[R
             plan.request_id = plan.progress_token = call.request_id
             with calls_lock:
                 calls[plan.tag] = call
+            if plan.cancel_at == "answer crossing":
+                submitted.set()
             return call
 
         def caller(mine: list[CallPlan], rng: random.Random) -> None:
@@ -182,6 +214,7 @@ def storm(transport: Any, era: str, plans: list[CallPlan], seed: int) -> tuple[R
                         elif plan.cancel_at == "later":
                             spin(plan.delay)
                             call.cancel(plan.reason)
+
                     for plan, call in pending:
                         try:
                             call.result(STORM_WAIT)

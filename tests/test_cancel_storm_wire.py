@@ -15,7 +15,6 @@ other by :func:`support.storm.judge`.
 
 from __future__ import annotations
 
-import json
 import os
 import random
 import subprocess
@@ -25,6 +24,7 @@ from typing import Any
 
 import pytest
 
+from peers.storm_server import Journal
 from support.line_client import LineClient, same_id
 from support.paths import PEERS, PYTHON, ROOT
 from support.storm import (
@@ -141,7 +141,7 @@ def drive(client: LineClient, era: str, plans: list[CallPlan], rng: random.Rando
             cancel(plan)
         elif plan.cancel_at == "later":
             later.append(plan)
-        elif plan.cancel_at == "after answer":
+        elif plan.cancel_at in ("after answer", "answer crossing"):  # the same, on the wire
             after_answer.append(plan)
         if rng.random() < 0.05:
             client.write(cancellation(dict(rng.choice(JUNK_CANCELS))))
@@ -210,8 +210,7 @@ def test_cancellation_storm_on_the_raw_wire(era: str, fast_switching: None, tmp_
             and "requestId" in m["params"]
             and same_id(m["params"]["requestId"], plan.request_id)
         )
-    with open(journal_path, encoding="utf-8") as lines:
-        journal = [json.loads(line) for line in lines]
+    journal = Journal.load(journal_path)
     # the settle answer is the last thing about the storm; after it, nothing at all
     assert client.received[-1].get("id") == "settle", client.received[-3:]
     verdict = judge(plans, client.received, journal, other_ids=["init", "settle"], sent=client.sent)

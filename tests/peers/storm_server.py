@@ -3,7 +3,8 @@ their own record (the *journal*) of what they did and saw.
 
 Tool ``work(tag, steps, honour)`` runs ``steps`` in order -- ``"progress"`` (report
 progress), ``"log"`` (log a message naming ``tag``), ``"spin"`` (busy loop), ``"pause"``
-(wait a moment, waking on cancellation) -- and returns ``{"tag": tag}``. With ``honour`` it
+(wait a moment, waking on cancellation), ``"hold"`` (wait for the cancellation, bounded) --
+and returns ``{"tag": tag}``. With ``honour`` it
 stops at the first step after its token fired; without, it ignores the token and goes on to
 the end, reporting and logging as it goes, and returns late.
 
@@ -36,6 +37,7 @@ if __name__ == "__main__":  # run as a script from the working tree
 from mcp_sync import Context, Server
 
 SETTLE_LIMIT = 30.0
+HOLD_LIMIT = 10.0
 
 
 class Journal:
@@ -66,6 +68,18 @@ class Journal:
         with self._lock:
             self._running -= 1
             self._idle.notify_all()
+
+    def dump(self, path: str) -> None:
+        """Write the events to ``path``, one JSON object per line."""
+        with self._lock, open(path, "w", encoding="utf-8") as out:
+            for event in self.events:
+                out.write(json.dumps(event) + "\n")
+
+    @staticmethod
+    def load(path: Any) -> list[dict[str, Any]]:
+        """The events :meth:`dump` wrote to ``path``."""
+        with open(path, encoding="utf-8") as lines:
+            return [json.loads(line) for line in lines]
 
     def wait_idle(self, limit: float) -> bool:
         with self._idle:
@@ -103,6 +117,8 @@ def build_server(journal: Journal, *, max_workers: int = 3) -> Server:
                             break
                 elif step == "pause":
                     ctx.wait(0.0005)
+                elif step == "hold":
+                    journal.add(tag, "hold", cancelled=ctx.wait(HOLD_LIMIT))
             journal.add(tag, "return")
             return {"tag": tag}
         finally:
@@ -130,7 +146,4 @@ if __name__ == "__main__":
     journal = Journal()
     workers = int(os.environ.get("STORM_WORKERS", "3"))
     build_server(journal, max_workers=workers).run()
-    with open(os.environ["STORM_JOURNAL"], "w", encoding="utf-8") as out:
-        with journal._lock:
-            for event in journal.events:
-                out.write(json.dumps(event) + "\n")
+    journal.dump(os.environ["STORM_JOURNAL"])

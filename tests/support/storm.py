@@ -68,7 +68,8 @@ class CallPlan:
     cancel_at: str
     """``never``, ``at once``, ``later`` (after a random moment), ``on progress`` (when its
     first progress arrives), ``after answer`` (once answered: a completed cancel),
-    ``timeout`` (the client's own timeout cancels it)."""
+    ``timeout`` (the client's own timeout cancels it), ``answer crossing`` (the server's
+    answer is on its way but not yet read when the client cancels: the completion wins)."""
     delay: int = 0
     timeout: float | None = None
     request_id: Any = None
@@ -90,15 +91,16 @@ def make_plans(rng: random.Random, count: int, prefix: str = "c", *, timeouts: b
     third never cancelled, the rest cancelled at every kind of moment (with ``timeouts``,
     some by the client's own short timeout)."""
     plans = []
-    moments = ["never", "at once", "later", "on progress", "after answer", "timeout"]
+    moments = ["never", "at once", "later", "on progress", "after answer", "answer crossing", "timeout"]
     for n in range(count):
         steps = [rng.choice(STEP_KINDS) for _ in range(rng.randrange(0, 9))]
-        cancel_at = rng.choices(moments, weights=[30, 15, 30, 15, 10, 10 if timeouts else 0])[0]
+        cancel_at = rng.choices(moments, weights=[30, 15, 30, 15, 5, 5, 10 if timeouts else 0])[0]
         honour = rng.random() < 0.5
         if not honour:  # goes on reporting after its token fired: all of it must be withheld
             steps += ["pause", "progress", "log"]
-        if cancel_at == "on progress" and "progress" not in steps:
-            steps.insert(rng.randrange(len(steps) + 1), "progress")
+        if cancel_at == "on progress":  # the handler waits for the cancel its progress brings
+            at = rng.randrange(len(steps) + 1)
+            steps[at:at] = ["progress", "hold"]
         timeout = rng.choice([0.0005, 0.001, 0.002, 0.004]) if cancel_at == "timeout" else None
         plans.append(
             CallPlan(f"{prefix}{n}", steps, honour, cancel_at, delay=rng.randrange(0, 3000), timeout=timeout)
@@ -242,6 +244,8 @@ def judge(
         )
         if cancels:
             assert plan.cancels_sent, f"{where}: its token fired but the client never cancelled it"
+        holds = [e for e in mine if e["kind"] == "hold"]
+        assert all(e["cancelled"] for e in holds), f"{where}: held for a cancellation that never came: {mine}"
         reports = [e for e in mine if e["kind"] in ("progress", "log")]
         sent_progress = sum(1 for e in reports if e["kind"] == "progress" and e["sent"])
         sent_logs = sum(1 for e in reports if e["kind"] == "log" and e["sent"])
