@@ -170,8 +170,8 @@ class ServerCores:
     def open(self, client: EraClient) -> None:
         for data in client.opening():
             self.arrive(data)
-        expected = State.MODERN if client.modern else State.READY
-        assert self.lifecycle.state is (State.NEW if client.modern else expected)
+        # 2025: the handshake is complete; 2026: nothing is decided until the first request
+        assert self.lifecycle.state is (State.NEW if client.modern else State.READY)
         self.sent.clear()
 
     # the handler's side
