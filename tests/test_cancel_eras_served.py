@@ -292,3 +292,21 @@ def test_nothing_for_a_request_after_its_answer(conversation: Conversation) -> N
     assert gate.after == [("progress", False), ("log", False)]
     assert kinds(conv.client.about(request_id, "p-a", "a")) == ["result"]
     assert conv.withheld == {"notification for a request that is not running": 2}
+
+
+def test_a_duplicate_id_is_refused_and_the_cancel_reaches_the_first(conversation: Conversation) -> None:
+    conv = conversation
+    request_id = conv.gated("a")
+    wait_event(conv.gates["a"].started, "the handler to reach its gate")
+    params = stamp({"name": "gated", "arguments": {"tag": "b", "raise_late": False}}, conv.era)
+    conv.client.write({"jsonrpc": "2.0", "id": request_id, "method": "tools/call", "params": params})
+    refusal = conv.client.wait_answer(request_id)
+    assert refusal["error"]["code"] == -32600, refusal  # the one answer that id gets
+    conv.cancel({"requestId": request_id, "reason": "stop the first"})
+    wait_event(conv.gates["a"].fired, "the cancellation to reach the first request")
+    conv.gates["a"].release.set()
+    wait_event(conv.gates["a"].returned, "the first handler to return")
+    conv.barrier()
+    conv.close()
+    assert not conv.gates.ran("b"), "the duplicate ran"
+    assert [m for m in conv.client.about(request_id) if "method" not in m] == [refusal]
