@@ -136,7 +136,8 @@ def drive(client: LineClient, era: str, plans: list[CallPlan], rng: random.Rando
     later: list[CallPlan] = []
     after_answer: list[CallPlan] = []
     for plan in plans:
-        client.write(request(plan.request_id, "tools/call", stamp(_with_token(work_params(plan), plan), era)))
+        params = stamp(_with_token(work_params(plan), plan), era, plan.log_level)
+        client.write(request(plan.request_id, "tools/call", params))
         if plan.cancel_at == "at once":
             cancel(plan)
         elif plan.cancel_at == "later":
@@ -213,7 +214,7 @@ def test_cancellation_storm_on_the_raw_wire(era: str, fast_switching: None, tmp_
     journal = Journal.load(journal_path)
     # the settle answer is the last thing about the storm; after it, nothing at all
     assert client.received[-1].get("id") == "settle", client.received[-3:]
-    verdict = judge(plans, client.received, journal, other_ids=["init", "settle"], sent=client.sent)
+    verdict = judge(plans, client.received, journal, era=era, other_ids=["init", "settle"], sent=client.sent)
     verdict.check_mix()
     assert verdict.counts["ordered after cancel"] > 0, dict(verdict.counts)
     check_era(client.received, era)

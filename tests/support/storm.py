@@ -14,6 +14,7 @@ each other -- the calls the client made (:class:`CallPlan`), every message the s
 * exactly one of completion and cancellation wins per request, by the handler's record;
 * on the wire itself, nothing about a request whose cancellation won follows the answer to
   any request the client wrote after that cancellation;
+* at 2026-07-28 a call gets log messages only at the level its ``_meta`` asked for;
 * the server writes nothing else: no request (2026-07-28: never), no
   ``notifications/cancelled``, no answer to a cancellation, however malformed.
 """
@@ -37,7 +38,9 @@ ENVELOPE: dict[str, Any] = {
 }
 """The ``_meta`` of every 2026-07-28 request of a storm (it asks for log messages)."""
 
-CANCEL_ENVELOPE = {k: v for k, v in ENVELOPE.items() if not k.endswith("logLevel")}
+LOG_LEVEL_KEY = "io.modelcontextprotocol/logLevel"
+
+CANCEL_ENVELOPE = {k: v for k, v in ENVELOPE.items() if k != LOG_LEVEL_KEY}
 """What the TypeScript client puts in its cancellations' ``_meta``."""
 
 INIT_PARAMS = {"protocolVersion": LEGACY, "capabilities": {}, "clientInfo": {"name": "storm", "version": "0"}}
@@ -45,12 +48,16 @@ INIT_PARAMS = {"protocolVersion": LEGACY, "capabilities": {}, "clientInfo": {"na
 STEP_KINDS = ("progress", "log", "spin", "pause")
 
 
-def stamp(params: dict[str, Any], era: str) -> dict[str, Any]:
-    """``params`` as a request of ``era`` sends them (the envelope merged in at 2026)."""
+def stamp(params: dict[str, Any], era: str, log_level: str | None = "debug") -> dict[str, Any]:
+    """``params`` as a request of ``era`` sends them: at 2026 the envelope merged in, asking
+    for log messages at ``log_level`` and above (``None``: for none)."""
     if era != MODERN:
         return params
+    meta = {k: v for k, v in ENVELOPE.items() if k != LOG_LEVEL_KEY}
+    if log_level is not None:
+        meta[LOG_LEVEL_KEY] = log_level
     out = dict(params)
-    out["_meta"] = {**dict(params.get("_meta") or {}), **ENVELOPE}
+    out["_meta"] = {**dict(params.get("_meta") or {}), **meta}
     return out
 
 
@@ -72,6 +79,8 @@ class CallPlan:
     answer is on its way but not yet read when the client cancels: the completion wins)."""
     delay: int = 0
     timeout: float | None = None
+    log_level: str | None = "debug"
+    """The log level the call asks for at 2026-07-28 (its handler logs at ``info``)."""
     request_id: Any = None
     progress_token: Any = None
     cancels_sent: int = 0
@@ -102,9 +111,9 @@ def make_plans(rng: random.Random, count: int, prefix: str = "c", *, timeouts: b
             at = rng.randrange(len(steps) + 1)
             steps[at:at] = ["progress", "hold"]
         timeout = rng.choice([0.0005, 0.001, 0.002, 0.004]) if cancel_at == "timeout" else None
-        plans.append(
-            CallPlan(f"{prefix}{n}", steps, honour, cancel_at, delay=rng.randrange(0, 3000), timeout=timeout)
-        )
+        plan = CallPlan(f"{prefix}{n}", steps, honour, cancel_at, delay=rng.randrange(0, 3000), timeout=timeout)
+        plan.log_level = rng.choices(["debug", "info", "warning", None], weights=[60, 15, 15, 10])[0]
+        plans.append(plan)
     return plans
 
 
@@ -174,6 +183,7 @@ def judge(
     received: list[Any],
     journal: list[dict[str, Any]],
     *,
+    era: str,
     other_ids: Iterable[Any] = (),
     sent: list[Any] | None = None,
 ) -> Verdict:
@@ -246,7 +256,11 @@ def judge(
             assert plan.cancels_sent, f"{where}: its token fired but the client never cancelled it"
         holds = [e for e in mine if e["kind"] == "hold"]
         assert all(e["cancelled"] for e in holds), f"{where}: held for a cancellation that never came: {mine}"
-        reports = [e for e in mine if e["kind"] in ("progress", "log")]
+        # at 2026 a call gets log messages only at the level it asked for (info is logged)
+        logs_wanted = era != MODERN or plan.log_level in ("debug", "info")
+        unwanted = [e for e in mine if e["kind"] == "log" and not logs_wanted]
+        assert not any(e["sent"] for e in unwanted), f"{where}: a log message it did not ask for was written"
+        reports = [e for e in mine if e["kind"] == "progress" or (e["kind"] == "log" and logs_wanted)]
         sent_progress = sum(1 for e in reports if e["kind"] == "progress" and e["sent"])
         sent_logs = sum(1 for e in reports if e["kind"] == "log" and e["sent"])
         assert progress[plan.tag] == sent_progress, (
