@@ -8,6 +8,8 @@
 * :mod:`support.messages` -- building and picking JSON-RPC messages.
 * :mod:`support.recording` -- transport wrappers that record every decoded message.
 * :mod:`support.probes` -- what handlers and callbacks record for the test to wait on.
+* :mod:`support.storm` -- cancellation storms: random plans of calls and cancels, and their judge.
+* :mod:`support.line_client` -- a client that is only JSON lines, keeping every line it reads.
 * :mod:`support.endpoints` -- endpoint pairs, recorded raw transports, gated handlers, raw peers.
 * :mod:`support.sessions` -- a served :class:`~mcp_sync.Server` with a connected client; a fake
   server.
