@@ -53,6 +53,7 @@ from .sse import Oversize, SseParser
 
 __all__ = [
     "HttpClientTransport",
+    "header_int",
     "ReconnectPolicy",
     "MAX_EVENT_BYTES",
     "MAX_RESPONSE_BYTES",
@@ -73,6 +74,13 @@ GET_STREAM_READY_WAIT = 5.0
 client that wants server-initiated messages has its stream open (or refused) before the
 handshake returns, so a request the server sends right after it is not lost (a server
 without an event store drops what it cannot send at once)."""
+
+
+def header_int(value: str) -> int | None:
+    """A header's non-negative integer value (``Content-Length``, ``Retry-After`` in seconds),
+    or ``None`` unless it is ASCII digits only: ``"²".isdigit()`` is true, and httpx decodes
+    header bytes as Latin-1, so a plain ``isdigit()`` would let ``int()`` raise."""
+    return int(value) if value.isascii() and value.isdigit() else None
 
 
 @dataclass(frozen=True)
@@ -354,8 +362,9 @@ class HttpClientTransport:
         size = 0
         try:
             length = response.headers.get("content-length", "")
-            if length.isdigit() and int(length) > limit:
-                size = int(length)
+            declared = header_int(length)
+            if declared is not None and declared > limit:
+                size = declared
             else:
                 for chunk in response.iter_bytes():
                     size += len(chunk)
@@ -625,7 +634,8 @@ class HttpClientTransport:
         if status != 200 or not response.headers.get("content-type", "").startswith("text/event-stream"):
             retry_after = response.headers.get("retry-after", "")
             response.close()
-            return None, status, float(retry_after) if retry_after.isdigit() else None
+            delay = header_int(retry_after)
+            return None, status, float(delay) if delay is not None else None
         return response, None, None
 
     def _start_get_stream(self) -> bool:

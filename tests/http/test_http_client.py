@@ -39,7 +39,7 @@ from mcp_sync import (
 )
 from mcp_sync.jsonrpc import id_key
 from mcp_sync.errors import HttpError, SessionEnded
-from mcp_sync.http.client_transport import HttpClientTransport, ReconnectPolicy
+from mcp_sync.http.client_transport import HttpClientTransport, ReconnectPolicy, header_int
 
 
 def full_server(probe: GateProbe, **options: Any) -> Server:
@@ -549,3 +549,13 @@ def test_a_server_that_answers_with_json_stalls_no_other_call(probe, serve):
             blocked.result(WAIT)
         probe.release("slow")
         probe.release("timed")
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [("0", 0), ("120", 120), ("", None), ("²", None), ("١٢", None), ("１", None), ("-1", None), ("1.5", None), (" 3", None)],
+)
+def test_header_int_takes_ascii_digits_only(value: str, expected: int | None) -> None:
+    """Content-Length and Retry-After: httpx decodes header bytes as Latin-1, where "²" is a
+    digit to str.isdigit() but not to int()."""
+    assert header_int(value) == expected
