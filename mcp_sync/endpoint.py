@@ -248,15 +248,31 @@ class PendingCall(concurrent.futures.Future):  # type: ignore[type-arg]
         if action.response is not None:
             response = action.response
             if isinstance(response, Response):
-                self.set_result(response.result)
+                self._conclude(result=response.result)
             else:
-                self.set_exception(McpError(response.code, response.message, response.data))
+                self._conclude(exception=McpError(response.code, response.message, response.data))
         elif action.exception is not None:
-            self.set_exception(action.exception)
+            self._conclude(exception=action.exception)
         else:
-            self._cancel_reason = action.reason
-            super().cancel()
+            self._conclude(cancelled=True, reason=action.reason)
+
+    def _conclude(
+        self,
+        *,
+        result: Any = None,
+        exception: BaseException | None = None,
+        cancelled: bool = False,
+        reason: str | None = None,
+    ) -> None:
+        """Settle the future (once: the caller makes sure) and let every waiter through."""
+        if cancelled:
+            self._cancel_reason = reason
+            concurrent.futures.Future.cancel(self)
             self.set_running_or_notify_cancel()  # wakes wait()/as_completed()
+        elif exception is not None:
+            self.set_exception(exception)
+        else:
+            self.set_result(result)
         self._done_gate.release()
 
     def _on_token(self, token: CancelToken) -> None:
@@ -452,10 +468,7 @@ class Endpoint:
         max_total_timeout = deadlines.check_timeout(options.get("max_total_timeout"), "max_total_timeout")
         future = PendingCall(self, method)
         if cancel_token is not None and cancel_token.cancelled:
-            future._cancel_reason = cancel_token.reason
-            concurrent.futures.Future.cancel(future)  # nothing was sent
-            future.set_running_or_notify_cancel()
-            future._done_gate.release()
+            future._conclude(cancelled=True, reason=cancel_token.reason)  # nothing was sent
             return future
         future._timeout = timeout
         future._reset_on_progress = reset_timeout_on_progress and timeout is not None
