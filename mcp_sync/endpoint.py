@@ -377,6 +377,10 @@ class Endpoint:
         self.withheld: Counter[str] = Counter()
         """How many notifications of ours were not written, by reason: those about an inbound
         request that was already cancelled or answered (diagnostics)."""
+        self.drop_requests: str | None = None
+        """When set (to a reason), every inbound request is dropped unanswered and counted in
+        :attr:`dropped` under that reason: a client speaking 2026-07-28, where a server sends
+        no requests, answers none."""
 
     # -- life cycle -------------------------------------------------------------------------
     def start(self) -> Endpoint:
@@ -679,6 +683,9 @@ class Endpoint:
         if _wire.isEnabledFor(logging.DEBUG):
             _trace(self.name, "<-", line)
         message = decode(line)
+        if self.drop_requests is not None and isinstance(message, Request):
+            self._count_dropped(self.drop_requests, message)
+            return
         inline = None
         if self._inline and isinstance(message, Request):
             inline = self._inline.get(message.method)

@@ -19,6 +19,7 @@ The tree (stdlib bases in brackets; code that catches those keeps working)::
      |    +-- PayloadTooLarge         a requestState to seal is over the sealer's bound
      +-- [RuntimeError]
      |    +-- CapabilityError         a feature the peer did not declare
+     |         +-- FeatureRemoved     a feature the protocol version in use does not have
      +-- [ConnectionError]
      |    +-- ConnectionClosed        the connection ended under a call, or was closed
      |         +-- ServerExited       a spawned server process ended on its own
@@ -66,6 +67,7 @@ __all__ = [
     "WaitTimeout",
     "Cancelled",
     "CapabilityError",
+    "FeatureRemoved",
     "PeerMisbehaved",
     "RequestStateError",
     "StateMalformed",
@@ -213,6 +215,27 @@ class Cancelled(concurrent.futures.CancelledError):
 
 class CapabilityError(RuntimeError):
     """A feature was used that the peer did not declare during initialization."""
+
+
+class FeatureRemoved(CapabilityError):
+    """A feature the protocol version in use does not have: for example ``ping``,
+    ``logging/setLevel`` or ``resources/subscribe`` on a connection that speaks 2026-07-28,
+    which removed them. Nothing was sent.
+
+    Attributes:
+        feature: the method (or notification) asked for, e.g. ``"ping"``.
+        protocol_version: the version the connection speaks, e.g. ``"2026-07-28"``.
+    """
+
+    def __init__(self, feature: str, protocol_version: str, hint: str = "") -> None:
+        message = f"{feature} does not exist in MCP {protocol_version}, which this connection speaks (it was removed in 2026-07-28)"
+        super().__init__(message + (f"; {hint}" if hint else ""))
+        self.feature = feature
+        self.protocol_version = protocol_version
+        self.hint = hint
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (self.feature, self.protocol_version, self.hint))
 
 
 class PeerMisbehaved(Exception):

@@ -79,6 +79,9 @@ class InputRoundsCall(PendingCall):
         tasks_declared: the request declared the tasks extension (``resultType: "task"`` is
             then a final result).
         backoff: see :data:`STATE_ONLY_BACKOFF`.
+        resend_after: ``resend_after(error) -> bool``, asked once per call when a round fails:
+            True sends that round again (the client changed what it stamps on it, e.g. the
+            protocol version after -32022).
     """
 
     def __init__(
@@ -94,6 +97,7 @@ class InputRoundsCall(PendingCall):
         max_rounds: int = MAX_INPUT_ROUNDS,
         tasks_declared: bool = False,
         backoff: tuple[float, float] = STATE_ONLY_BACKOFF,
+        resend_after: Callable[[BaseException], bool] | None = None,
     ) -> None:
         super().__init__(endpoint, method)
         if max_rounds < 0:
@@ -105,6 +109,8 @@ class InputRoundsCall(PendingCall):
         self._max_rounds = max_rounds
         self._tasks_declared = tasks_declared
         self._backoff = backoff
+        self._resend_after = resend_after
+        self._sent_params = self._params
         self._lock = threading.Lock()
         self._finished = False
         self._round: PendingCall | None = None
@@ -167,6 +173,7 @@ class InputRoundsCall(PendingCall):
         with self._lock:
             if self._finished:
                 return
+        self._sent_params = params
         try:
             call = self._submit_round(params, self._round_options)
         except BaseException as exc:
@@ -186,7 +193,11 @@ class InputRoundsCall(PendingCall):
             self._finish(cancelled=True, reason=self._token.reason or exc.reason)
             return
         except BaseException as exc:
-            self._finish(exception=exc)
+            resend, self._resend_after = self._resend_after, None  # once per call
+            if resend is not None and not self._token.cancelled and resend(exc):
+                self._send(self._sent_params)
+            else:
+                self._finish(exception=exc)
             return
         try:
             kind = classify_result(self.method, raw, tasks_declared=self._tasks_declared)

@@ -66,3 +66,16 @@ def test_the_docstring_tree_matches_the_classes():
     assert exported <= drawn, exported - drawn
     for child, parent in parents.items():
         assert issubclass(_resolve(child), _resolve(parent)), (child, parent)
+
+
+def test_feature_removed_names_the_feature_and_the_version_and_survives_a_copy():
+    import copy
+    import pickle
+
+    error = errors.FeatureRemoved("ping", "2026-07-28", "the server answers every request on its own")
+    assert isinstance(error, errors.CapabilityError) and isinstance(error, RuntimeError)
+    assert "ping" in str(error) and "2026-07-28" in str(error)
+    for clone in (copy.copy(error), pickle.loads(pickle.dumps(error))):
+        assert (type(clone), clone.feature, clone.protocol_version, str(clone)) == (
+            errors.FeatureRemoved, "ping", "2026-07-28", str(error),
+        )

@@ -59,7 +59,7 @@ def start(
     **options: Any,
 ) -> InputRoundsCall:
     endpoint: Endpoint = env.endpoint
-    kwargs = {k: options.pop(k) for k in ("max_rounds", "tasks_declared", "backoff") if k in options}
+    kwargs = {k: options.pop(k) for k in ("max_rounds", "tasks_declared", "backoff", "resend_after") if k in options}
     call = InputRoundsCall(
         endpoint,
         method,
@@ -364,3 +364,25 @@ def test_progress_of_every_round_reaches_the_caller():
         reply(env.peer, retry, FINAL)
         assert call.result(WAIT) == FINAL
         assert seen == [1, 2]
+
+
+def test_a_refused_round_is_sent_again_once_when_the_client_says_so():
+    refusals: list[int] = []
+
+    def resend_after(error: BaseException) -> bool:
+        assert isinstance(error, McpError)
+        refusals.append(error.code)
+        return error.code == -32022
+
+    with driver_peer() as env:
+        call = start(env, Answers(), resend_after=resend_after)
+        unsupported = {"code": -32022, "message": "Unsupported protocol version", "data": {"supported": ["2026-07-28"]}}
+        for _ in range(2):
+            request = env.peer.recv()
+            assert request["params"] == {"name": "ask", "arguments": {"q": 1}}
+            env.peer.send({"jsonrpc": "2.0", "id": request["id"], "error": unsupported})
+        with pytest.raises(McpError) as caught:
+            call.result(WAIT)
+        assert caught.value.code == -32022
+        assert refusals == [-32022]  # asked once: the second refusal is the call's error
+        assert_silent(env.peer, env.endpoint)
