@@ -30,12 +30,25 @@ from . import deadlines
 from .call_options import CallOptions
 from .context import Context
 from .endpoint import CancelObserver, Endpoint, EndpointStats, PendingCall
-from .errors import CapabilityError, ConnectionClosed, McpError, PeerMisbehaved
-from .jsonrpc import METHOD_NOT_FOUND, Notification, RequestId
-from .lifecycle import LATEST_HANDSHAKE_VERSION, Role, State
+from .cancel import CancelToken
+from .errors import CapabilityError, ConnectionClosed, FeatureRemoved, McpError, PeerMisbehaved, WaitTimeout
+from .input_driver import MAX_INPUT_ROUNDS, InputRoundsCall
+from .jsonrpc import METHOD_NOT_FOUND, UNSUPPORTED_PROTOCOL_VERSION, Notification, Request, RequestId
+from .lifecycle import (
+    DISCOVER_METHOD,
+    LATEST_HANDSHAKE_VERSION,
+    LATEST_MODERN_VERSION,
+    REMOVED_AT_MODERN,
+    Era,
+    RequestEnvelope,
+    Role,
+    State,
+)
+from .negotiation import DISCOVER_TIMEOUT, discovered_server, parse_protocol
 from .protocol import InboundRequest
 from .results import CLIENT_REQUEST_RESULTS, mcp_models, parser_for
-from .session import Session
+from .result_kinds import InputRequest
+from .session import LOG_LEVELS, Session
 from .transports.base import Transport
 from .transports.subprocess import StderrMode, SubprocessTransport
 from .wire import model_to_wire
@@ -105,7 +118,18 @@ class Client(Session):
             callback thread.
         default_timeout: the ``timeout`` of calls that give none (``None``: no timeout); see
             :mod:`mcp_sync.call_options`. Settable later as :attr:`default_timeout`.
-        protocol_version: the version to ask for.
+        protocol: which protocol era to speak: ``"auto"`` (the default: probe with
+            ``server/discover``, speak 2026-07-28 with a server that does, else
+            ``initialize``), ``"modern"`` or ``"2026-07-28"`` (2026-07-28 only),
+            ``"legacy"`` or a handshake version such as ``"2025-11-25"`` (``initialize``
+            only, no probe); see :mod:`mcp_sync.negotiation`.
+        protocol_version: the version to ask for in ``initialize``.
+        discover_timeout: the longest wait, in seconds, for the answer to the
+            ``server/discover`` probe; past it the server is taken for an older one.
+        max_input_rounds: (2026-07-28) the most ``input_required`` rounds one call may take.
+        log_level: (2026-07-28) the least severe log level every request asks for (its
+            ``_meta`` ``logLevel``); ``None`` asks for no log messages. At 2025-11-25 use
+            :meth:`set_logging_level`.
 
     Handlers for server-to-client requests run on the client's worker pool with a
     :class:`~mcp_sync.context.Context`: the server can cancel them, their token fires,
@@ -127,7 +151,11 @@ class Client(Session):
         max_queued_callbacks: int = MAX_QUEUED_CALLBACKS,
         on_cancelled: CancelObserver | None = None,
         default_timeout: float | None = None,
+        protocol: str = "auto",
         protocol_version: str = LATEST_HANDSHAKE_VERSION,
+        discover_timeout: float | None = DISCOVER_TIMEOUT,
+        max_input_rounds: int = MAX_INPUT_ROUNDS,
+        log_level: str | None = None,
     ) -> None:
         endpoint = Endpoint(
             transport,
@@ -148,18 +176,28 @@ class Client(Session):
         self.elicitation_handler = elicitation_handler
         self.on_log = on_log
         self.on_notification = on_notification
-        self.requested_version = protocol_version
+        self.protocol = parse_protocol(protocol, protocol_version)
+        """What this client may speak (from ``protocol=``): a :class:`~mcp_sync.negotiation.ProtocolChoice`."""
+        self.requested_version = self.protocol.handshake or protocol_version
+        self.discover_timeout = deadlines.check_timeout(discover_timeout, "discover_timeout")
+        if max_input_rounds < 0:
+            raise ValueError(f"max_input_rounds must be >= 0, not {max_input_rounds}")
+        self.max_input_rounds = max_input_rounds
+        if log_level is not None and log_level not in LOG_LEVELS:
+            raise ValueError(f"unknown log level {log_level!r}; use one of {LOG_LEVELS}")
+        self.log_level = log_level
         self.server_instructions: str | None = None
         self._server_info: mcp_types.Implementation | None = None
 
     # -- construction -------------------------------------------------------------------------
     @classmethod
     def connect(cls, transport: Transport, *, init_timeout: float | None = INIT_TIMEOUT, **options: Any) -> Client:
-        """Start a client on ``transport`` and run the ``initialize`` handshake."""
+        """Start a client on ``transport`` and agree on the protocol: the ``server/discover``
+        probe and 2026-07-28, or the ``initialize`` handshake (see ``protocol=``)."""
         client = cls(transport, **options)
         client.endpoint.start()
         try:
-            client._handshake(init_timeout)
+            client._negotiate(init_timeout)
         except BaseException:
             client.close()
             raise
@@ -234,6 +272,7 @@ class Client(Session):
         """
         from .http import client_transport as http
 
+        options.setdefault("protocol", "legacy")  # 2026-07-28 over HTTP: not yet
         if open_get_stream is None:
             receivers = ("on_notification", "on_log", "roots", "sampling_handler", "elicitation_handler")
             open_get_stream = any(options.get(name) is not None for name in receivers)
@@ -268,11 +307,31 @@ class Client(Session):
         return self.endpoint.stats()
 
     # -- lifecycle ----------------------------------------------------------------------------
+    @property
+    def era(self) -> Era | None:
+        """The protocol era this client speaks: :attr:`Era.MODERN <mcp_sync.lifecycle.Era.MODERN>`
+        (2026-07-28: no handshake, an envelope on every request),
+        :attr:`Era.HANDSHAKE <mcp_sync.lifecycle.Era.HANDSHAKE>` (``initialize``, 2025-11-25
+        and before), ``None`` before either was chosen. :attr:`protocol_version` names the
+        version."""
+        return self.lifecycle.era
+
+    @property
+    def initialized(self) -> bool:
+        """True once connected: the ``initialize`` handshake completed, or 2026-07-28 was
+        chosen (which has no handshake)."""
+        return self.lifecycle.initialized or self.lifecycle.era is Era.MODERN
+
     def capabilities(self) -> dict[str, Any]:
-        """The capabilities this client declares."""
+        """The capabilities this client declares, derived from what it was given: ``roots``,
+        ``sampling_handler``, ``elicitation_handler``. At 2026-07-28 they travel in every
+        request's envelope (``roots`` without ``listChanged``: that notification is gone)."""
+        return self._declared(modern=self.lifecycle.era is Era.MODERN)
+
+    def _declared(self, *, modern: bool) -> dict[str, Any]:
         caps: dict[str, Any] = {}
         if self._roots is not None:
-            caps["roots"] = {"listChanged": True}
+            caps["roots"] = {} if modern else {"listChanged": True}
         if self.sampling_handler is not None:
             caps["sampling"] = {}
         if self.elicitation_handler is not None:
@@ -286,6 +345,78 @@ class Client(Session):
         Returns the server's ``InitializeResult``.
         """
         return parser_for(CLIENT_REQUEST_RESULTS["initialize"])(self._handshake(timeout))  # type: ignore[no-any-return]
+
+    def _negotiate(self, init_timeout: float | None) -> None:
+        """The probe, then 2026-07-28 or ``initialize``, as ``protocol=`` allows."""
+        choice = self.protocol
+        if choice.modern is not None:
+            if self._probe(choice.modern):
+                return
+            if choice.handshake is None:
+                raise ConnectionClosed(
+                    f"the server does not speak {choice.modern}: its answer to server/discover"
+                    " was not a 2026-07-28 server's, and this client speaks nothing else"
+                )
+        try:
+            self._handshake(init_timeout)
+        except McpError as exc:
+            if choice.modern is None or exc.code != UNSUPPORTED_PROTOCOL_VERSION:
+                raise
+            # a modern server whose answer to the probe came too late refused initialize
+            with self.lifecycle_lock:
+                self.lifecycle.discover_refused(exc)  # re-raises without a version we speak
+            self._enter_modern(None)
+
+    def _probe(self, version: str) -> bool:
+        """Send ``server/discover``; True if the server speaks the modern era (then chosen).
+
+        Never cancelled on the wire: past ``discover_timeout`` the call is dropped quietly
+        (a late answer is ignored). An error that proves a modern server without a version
+        we speak is raised: there is no fallback from it.
+        """
+        envelope = RequestEnvelope(version, self._declared(modern=True), self.client_info)
+        call = self.endpoint.submit(DISCOVER_METHOD, {"_meta": envelope.to_meta()}, timeout=None)
+        try:
+            result = call.result(self.discover_timeout)
+        except WaitTimeout:
+            if call.request_id is not None:
+                self.endpoint.fail_call(call.request_id, WaitTimeout("server/discover: no answer"))
+            return False
+        except McpError as exc:
+            with self.lifecycle_lock:
+                era = self.lifecycle.discover_refused(exc)
+            if era is Era.MODERN:
+                self._enter_modern(None)
+            return era is Era.MODERN
+        except PeerMisbehaved:  # an answer that is not JSON-RPC: not a modern server
+            return False
+        with self.lifecycle_lock:
+            era = self.lifecycle.discover_answered(result)
+        if era is Era.MODERN:
+            self._enter_modern(result)
+        return era is Era.MODERN
+
+    def _enter_modern(self, discovered: Any) -> None:
+        """The modern era was chosen: record what the server serves (asking with a second
+        ``server/discover`` when the era was chosen from an error), and answer no request
+        from the server from now on (a 2026-07-28 server sends none)."""
+        if discovered is None:
+            try:
+                discovered = self.endpoint.submit(
+                    DISCOVER_METHOD, self.lifecycle.stamp(None, self._envelope()), timeout=self.discover_timeout
+                ).result()
+            except McpError:
+                discovered = {}
+        server = discovered_server(discovered)
+        with self.lifecycle_lock:
+            self.lifecycle.peer_capabilities = server.capabilities
+            self.lifecycle.peer_info = server.info
+        self.server_instructions = server.instructions
+        self.endpoint.drop_requests = "a request from a server at 2026-07-28 (servers send none)"
+
+    def _envelope(self) -> RequestEnvelope:
+        version = self.lifecycle.protocol_version or LATEST_MODERN_VERSION
+        return RequestEnvelope(version, self._declared(modern=True), self.client_info, self.log_level)
 
     def _handshake(self, timeout: float | None) -> dict[str, Any]:
         """``initialize`` and ``notifications/initialized``; the raw result (parsing it
@@ -360,9 +491,60 @@ class Client(Session):
         ``related_request``: see :meth:`Endpoint.submit <mcp_sync.endpoint.Endpoint.submit>`.
         """
         self.lifecycle.check_send_request(method)
-        call = super().submit(method, params, related_request=related_request, **options)
+        if self.lifecycle.era is Era.MODERN:
+            call = self._submit_modern(method, params, related_request, options)
+        else:
+            call = super().submit(method, params, related_request=related_request, **options)
         model = None if raw else CLIENT_REQUEST_RESULTS.get(method)
         return call if model is None else call.decode_result_with(parser_for(model))
+
+    def _submit_modern(
+        self, method: str, params: dict[str, Any] | None, related: RequestId | None, options: CallOptions
+    ) -> PendingCall:
+        """A 2026-07-28 request: the envelope on every round, ``input_required`` answered by
+        this client's handlers, -32022 retried once with another version both sides speak."""
+
+        def send_round(round_params: dict[str, Any], round_options: CallOptions) -> PendingCall:
+            stamped = self.lifecycle.stamp(round_params, self._envelope())
+            return self.endpoint.submit(method, stamped, related_request=related, **round_options)
+
+        call = InputRoundsCall(
+            self.endpoint,
+            method,
+            params,
+            submit_round=send_round,
+            answer=self._answer_input,
+            run=self.endpoint.pool.submit,
+            options=options,
+            max_rounds=self.max_input_rounds,
+            resend_after=self._other_version_after,
+        )
+        return call.start()
+
+    def _other_version_after(self, error: BaseException) -> bool:
+        """After -32022: switch to another version both sides speak, if there is one."""
+        if not isinstance(error, McpError) or error.code != UNSUPPORTED_PROTOCOL_VERSION:
+            return False
+        with self.lifecycle_lock:
+            version = self.lifecycle.retry_version(error.data)
+            if version is None:
+                return False
+            self.lifecycle.protocol_version = version
+        return True
+
+    def _answer_input(self, request: InputRequest, token: CancelToken) -> Any:
+        """Answer one input request of an ``input_required`` round with this client's handler."""
+        if not self._offers(request.method):
+            raise PeerMisbehaved(
+                f"the server asked for {request.method}, which this client does not offer (its capabilities say so)",
+                "input request for an undeclared capability",
+            )
+        inbound = InboundRequest(Request(request.key, request.method, request.params), token)
+        return self._serve(request.method, request.params, Context(self, inbound, token))
+
+    def _refuse_removed(self, method: str, hint: str = "") -> None:
+        if self.lifecycle.era is Era.MODERN and method in REMOVED_AT_MODERN:
+            raise FeatureRemoved(method, self.protocol_version or LATEST_MODERN_VERSION, hint)
 
     def request(self, method: str, params: dict[str, Any] | None = None, **options: Unpack[CallOptions]) -> Any:
         """Send any request and block for its **raw** result dict, whatever the method (see
@@ -370,7 +552,8 @@ class Client(Session):
         return self.submit(method, params, raw=True, **options).result()
 
     def ping(self, **options: Unpack[CallOptions]) -> None:
-        """Ping the server and wait for the answer."""
+        """Ping the server and wait for the answer. 2026-07-28 has no ``ping``:
+        :class:`~mcp_sync.errors.FeatureRemoved` there (any request shows the server is up)."""
         self.submit("ping", None, **options, raw=True).result()
 
     def _require(self, capability: str, what: str) -> None:
@@ -456,14 +639,18 @@ class Client(Session):
         return self._typed("resources", "resources/read", {"uri": uri}, options)  # type: ignore[no-any-return]
 
     def subscribe(self, uri: str, **options: Unpack[CallOptions]) -> None:
-        """Subscribe to ``notifications/resources/updated`` for ``uri``."""
+        """Subscribe to ``notifications/resources/updated`` for ``uri`` (2025-11-25;
+        :class:`~mcp_sync.errors.FeatureRemoved` at 2026-07-28)."""
+        self._refuse_removed("resources/subscribe", "subscriptions/listen replaces it")
         self._require("resources", "resources/subscribe")
         if not self.peer_supports("resources", "subscribe"):
             raise CapabilityError("resources/subscribe: the server does not support subscriptions")
         self.submit("resources/subscribe", {"uri": uri}, **options, raw=True).result()
 
     def unsubscribe(self, uri: str, **options: Unpack[CallOptions]) -> None:
-        """Stop updates for ``uri``."""
+        """Stop updates for ``uri`` (2025-11-25; :class:`~mcp_sync.errors.FeatureRemoved`
+        at 2026-07-28)."""
+        self._refuse_removed("resources/unsubscribe", "subscriptions/listen replaces it")
         self._require("resources", "resources/unsubscribe")
         self.submit("resources/unsubscribe", {"uri": uri}, **options, raw=True).result()
 
@@ -505,14 +692,23 @@ class Client(Session):
         return self._typed("completions", "completion/complete", params, options)  # type: ignore[no-any-return]
 
     def set_logging_level(self, level: str, **options: Unpack[CallOptions]) -> None:
-        """Ask the server to send log messages at ``level`` and above."""
+        """Ask the server to send log messages at ``level`` and above (2025-11-25). At
+        2026-07-28 it raises :class:`~mcp_sync.errors.FeatureRemoved`: set
+        :attr:`log_level` (``Client(log_level=...)``) instead, which every request carries."""
+        self._refuse_removed("logging/setLevel", "set Client.log_level: every request then asks for that level")
         self._require("logging", "logging/setLevel")
         self.submit("logging/setLevel", {"level": level}, **options, raw=True).result()
 
     # -- server-to-client requests --------------------------------------------------------------
     def _handle_request(self, request: InboundRequest) -> Any:
-        method = request.method
-        ctx = Context(self, request, request.token)
+        return self._serve(request.method, request.params, Context(self, request, request.token))
+
+    def _offers(self, method: str) -> bool:
+        handlers = {"roots/list": self._roots, "sampling/createMessage": self.sampling_handler, "elicitation/create": self.elicitation_handler}
+        return handlers.get(method) is not None
+
+    def _serve(self, method: str, params: dict[str, Any], ctx: Context) -> Any:
+        """Answer a request of the server, a 2025 request or a 2026 input request alike."""
         if method == "roots/list":
             if self._roots is None:
                 raise McpError(METHOD_NOT_FOUND, "this client does not offer roots")
@@ -521,18 +717,28 @@ class Client(Session):
         if method == "sampling/createMessage":
             if self.sampling_handler is None:
                 raise McpError(METHOD_NOT_FOUND, "this client does not offer sampling")
-            return _dump(self.sampling_handler(request.params, ctx))
+            return _dump(self.sampling_handler(params, ctx))
         if method == "elicitation/create":
             if self.elicitation_handler is None:
                 raise McpError(METHOD_NOT_FOUND, "this client does not offer elicitation")
-            return _dump(self.elicitation_handler(request.params, ctx))
+            return _dump(self.elicitation_handler(params, ctx))
         raise McpError(METHOD_NOT_FOUND, f"Method not found: {method}")
 
     def set_roots(self, roots: Roots) -> None:
-        """Replace the roots and send ``notifications/roots/list_changed``."""
+        """Replace the roots and send ``notifications/roots/list_changed`` (at 2026-07-28,
+        which removed that notification, nothing is sent: the server asks for the roots in
+        an ``input_required`` round when it needs them, and gets the new ones)."""
         self._roots = roots
-        if self.initialized and not self.closed:
+        if self.initialized and not self.closed and self.lifecycle.era is not Era.MODERN:
             self.send_notification("notifications/roots/list_changed")
+
+    def send_notification(
+        self, method: str, params: dict[str, Any] | None = None, *, related_request: RequestId | None = None
+    ) -> None:
+        """Send a notification; one that 2026-07-28 removed raises
+        :class:`~mcp_sync.errors.FeatureRemoved` on a connection at that version."""
+        self._refuse_removed(method)
+        super().send_notification(method, params, related_request=related_request)
 
     def _handle_notification(self, notification: Notification) -> None:
         params = notification.params or {}

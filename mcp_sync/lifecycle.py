@@ -34,7 +34,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from .errors import CapabilityError, McpError, PeerMisbehaved
+from .errors import CapabilityError, FeatureRemoved, McpError, PeerMisbehaved
 from .jsonrpc import (
     HEADER_MISMATCH,
     INVALID_PARAMS,
@@ -472,15 +472,14 @@ class Lifecycle:
         """(client) Raise :class:`RuntimeError` if ``method`` may not be sent now (nothing is sent).
 
         Handshake era: only ``initialize`` and ``ping`` before the handshake completed.
-        Modern era: nothing the 2026-07-28 revision removed. Once the connection has closed,
+        Modern era: nothing the 2026-07-28 revision removed
+        (:class:`~mcp_sync.errors.FeatureRemoved`, a :class:`RuntimeError`). Once the connection has closed,
         what was allowed before still passes (sending reports the closed connection).
         """
         self._check_role(Role.CLIENT)
         if self.era is Era.MODERN:
             if method in REMOVED_AT_MODERN:
-                raise RuntimeError(
-                    f"{method} does not exist in protocol {self.protocol_version} (it was removed in 2026-07-28)"
-                )
+                raise FeatureRemoved(method, self.protocol_version or LATEST_MODERN_VERSION)
         elif not self.initialized and method not in ALWAYS_ALLOWED:
             raise RuntimeError(
                 "the client is not initialized; use Client.connect() or Client.stdio()"
