@@ -163,7 +163,7 @@ def test_a_server_that_exits_later_fails_pending_calls_with_server_exited():
         "sys.stdin.readline(); sys.stdin.readline()\n"
         "sys.stderr.write('fatal: out of cheese\\n'); sys.exit(4)\n"
     )
-    with Client.stdio(_python(code), stderr="discard", init_timeout=20) as client:
+    with Client.stdio(_python(code), stderr="discard", init_timeout=20, protocol="legacy") as client:
         with pytest.raises(ServerExited, match="out of cheese"):
             client.list_tools(timeout=20)
         assert client.stats().closed

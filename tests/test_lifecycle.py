@@ -89,7 +89,7 @@ def test_client_refuses_a_version_it_does_not_speak_and_closes():
     fake = FakeServer(init_result={"protocolVersion": "2099-01-01", "capabilities": {}, "serverInfo": {"name": "x", "version": "0"}})
     with fake:
         with pytest.raises(ConnectionClosed, match="2099-01-01"):
-            Client.connect(fake.client_transport, init_timeout=WAIT)
+            Client.connect(fake.client_transport, protocol="legacy", init_timeout=WAIT)
         # the client hung up: the fake server's connection ended
         assert fake.endpoint.wait_closed(WAIT), "the client did not disconnect"
         # and it never completed the handshake
@@ -115,7 +115,7 @@ def test_capabilities_and_identity_are_recorded_on_both_sides():
         sampling_handler=lambda params, ctx: {},
         elicitation_handler=lambda params, ctx: {"action": "decline"},
     )
-    with connected(server, **options) as conn:
+    with connected(server, protocol="legacy", **options) as conn:
         client, session = conn.client, conn.handle.session
         assert client.initialized and session.initialized
         # server side: what the client declared
@@ -177,7 +177,7 @@ def test_both_lifecycles_end_closed_and_remember_the_handshake():
 
 
 def test_a_second_client_initialize_is_refused_without_sending():
-    with connected(make_server()) as conn:
+    with connected(make_server(), protocol="legacy") as conn:
         with pytest.raises(RuntimeError, match="initialize cannot be sent"):
             conn.client.initialize(timeout=WAIT)
         conn.client.ping(timeout=WAIT)
@@ -286,7 +286,7 @@ def test_initialize_timeout_does_not_cancel_on_the_wire():
 
     with FakeServer(handler=never_answer) as fake:
         with pytest.raises(RequestTimeout):
-            Client.connect(fake.client_transport, init_timeout=0.2)
+            Client.connect(fake.client_transport, protocol="legacy", init_timeout=0.2)
         assert fake.endpoint.wait_closed(WAIT), "the client did not disconnect after the timeout"
         received = fake.wire.received
         assert methods(received) == ["initialize"], received
@@ -368,7 +368,7 @@ def test_initialize_and_cancel_back_to_back_still_answer():
 # -- capability negotiation ------------------------------------------------------------------------
 def test_client_refuses_tool_methods_when_the_server_has_no_tools_capability():
     with FakeServer() as fake:  # declares no capabilities
-        client = Client.connect(fake.client_transport, init_timeout=WAIT)
+        client = Client.connect(fake.client_transport, protocol="legacy", init_timeout=WAIT)
         try:
             with pytest.raises(CapabilityError, match="tools"):
                 client.list_tools()

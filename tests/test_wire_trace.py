@@ -37,7 +37,7 @@ def test_every_message_is_logged_once_where_it_is_sent_and_where_it_is_received(
     server_side, client_side = memory_pair()
     handle = _server().serve_in_thread(server_side)
     try:
-        with Client.connect(client_side) as client:
+        with Client.connect(client_side, protocol="legacy") as client:
             client.call_tool("echo", {"text": "hi"})
     finally:
         handle.stop()
@@ -61,7 +61,7 @@ def test_nothing_is_formatted_while_the_logger_is_disabled(monkeypatch: pytest.M
     server_side, client_side = memory_pair()
     handle = _server().serve_in_thread(server_side)
     try:
-        with Client.connect(client_side) as client:
+        with Client.connect(client_side, protocol="legacy") as client:
             assert not wire.isEnabledFor(logging.DEBUG)
             client.ping()
             assert calls == []
