@@ -14,6 +14,37 @@ wire and :class:`~mcp_sync.errors.RequestTimeout` raised; ``None`` waits for eve
 ``default_timeout`` applies) and ``cancel_token=`` (cancelling it cancels the call:
 :class:`~mcp_sync.errors.Cancelled`).
 Ctrl-C during a call cancels it on the wire, then propagates.
+
+Protocol eras
+-------------
+
+A client speaks MCP 2026-07-28 with a server that does and 2025-11-25 (or older) with one
+that does not; ``protocol=`` chooses (see :mod:`mcp_sync.negotiation`)::
+
+    Client.stdio(cmd)                         # "auto": probe server/discover, else initialize
+    Client.stdio(cmd, protocol="2026-07-28")  # 2026-07-28 only (no fallback)
+    Client.stdio(cmd, protocol="legacy")      # initialize at once, no probe
+
+:attr:`Client.protocol_version` and :attr:`Client.era` say what was chosen. The typed methods
+are the same in both eras. At 2026-07-28:
+
+* every request carries the envelope in ``params._meta``: the version, the client's
+  capabilities (derived from ``roots``, ``sampling_handler`` and ``elicitation_handler``) and
+  ``clientInfo`` (and ``logLevel`` with ``log_level=``);
+* when ``tools/call``, ``prompts/get`` or ``resources/read`` answer ``input_required``, the
+  same handlers that serve a 2025 server's requests answer the input requests and the call
+  is retried with a new id, until its final result (:mod:`mcp_sync.input_driver`; at most
+  ``max_input_rounds`` rounds). A handler's ``ctx.request_id`` is then the key of the input
+  request, and its ``ctx.cancel_token`` fires when the call is cancelled or times out;
+* the call's ``timeout`` bounds all its rounds; cancelling cancels the round in flight on the
+  wire, or, between rounds, sends nothing;
+* ``ping``, :meth:`~Client.set_logging_level`, :meth:`~Client.subscribe`,
+  :meth:`~Client.unsubscribe` and the ``notifications/roots/list_changed`` notification are
+  gone: they raise :class:`~mcp_sync.errors.FeatureRemoved` (:meth:`~Client.set_roots` only
+  replaces the roots);
+* a request from the server (there should be none) is dropped unanswered.
+
+:meth:`Client.http` speaks 2025-11-25 for now (``protocol="legacy"`` is its default).
 """
 
 from __future__ import annotations
@@ -215,7 +246,8 @@ class Client(Session):
         terminate_grace: float = 2.0,
         **options: Any,
     ) -> Client:
-        """Spawn a server process and connect to it over its stdin/stdout.
+        """Spawn a server process and connect to it over its stdin/stdout (agreeing on the
+        protocol as :meth:`connect` does: ``protocol=``, ``discover_timeout=``).
 
         On close: stdin is closed, then SIGTERM, then SIGKILL after the grace periods.
         """
@@ -263,7 +295,8 @@ class Client(Session):
                 :data:`~mcp_sync.http.client_transport.MAX_EVENT_BYTES`).
             max_response_bytes: the largest JSON answer read (default
                 :data:`~mcp_sync.http.client_transport.MAX_RESPONSE_BYTES`).
-            options: for :class:`Client` (and ``init_timeout``).
+            options: for :class:`Client` (and ``init_timeout``); ``protocol`` defaults to
+                ``"legacy"`` here: over Streamable HTTP the client speaks 2025-11-25 for now.
 
         Closing the client ends the session with ``DELETE``. A 404 (session ended), 401 or
         403 fails the pending calls with a :class:`~mcp_sync.errors.ConnectionClosed`
