@@ -115,6 +115,7 @@ def peer(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Peer]:
     wire = WireRecorder(transport)
     client = Client.connect(
         wire,
+        protocol="legacy",  # the 2025-11-25 era, with real server-to-client requests (2026: test_client_2026_peers)
         init_timeout=30.0,
         roots=side.roots,
         sampling_handler=side.sample,
