@@ -9,7 +9,9 @@ from typing import Any
 
 import pytest
 
-from mcp_helpers import INIT_RESULT as INIT, WAIT, FakeServer, methods, wait_until, with_method
+from support.messages import methods, with_method
+from support.sessions import INIT_RESULT as INIT, FakeServer
+from support.waiting import WAIT, wait_until
 from mcp_sync import Client, Context, McpError
 from mcp_sync.errors import Cancelled, ConnectionClosed, FeatureRemoved, PeerMisbehaved
 from mcp_sync.lifecycle import Era

@@ -11,7 +11,8 @@ from typing import Any, Callable, Iterator
 
 import pytest
 
-from endpoint_support import WAIT, RawPeer
+from support.endpoints import RawPeer
+from support.waiting import WAIT
 from mcp_sync.cancel import CancelToken
 from mcp_sync.endpoint import Endpoint
 from mcp_sync.errors import Cancelled, McpError, PeerMisbehaved, RequestTimeout

@@ -14,12 +14,15 @@ from typing import Any
 
 import pytest
 
-from mcp_helpers import RecordingTransport, wait_until, with_method
 from mcp_sync import Client, Context
 from mcp_sync.errors import Cancelled, RequestTimeout
 from mcp_sync.lifecycle import Era
 from mcp_sync.transports.subprocess import SubprocessTransport
-from proc_helpers import PYTHON, ROOT, user_env
+from support.messages import with_method
+from support.paths import PEERS, PYTHON
+from support.processes import user_env
+from support.recording import RecordingTransport
+from support.waiting import wait_until
 
 from test_peers_2026 import OFFICIAL_SERVER_2026, ts_server_2026
 
@@ -42,7 +45,7 @@ class Markers:
         path.write_text("")
 
     def wait(self, marker: str) -> None:
-        wait_until(lambda: marker in self.path.read_text(), f"the server to write {marker!r}", LIMIT)
+        wait_until(lambda: marker in self.path.read_text(), f"the server to write {marker!r}", timeout=LIMIT)
 
     def __contains__(self, marker: str) -> bool:
         return marker in self.path.read_text()
@@ -140,7 +143,7 @@ def test_cancelling_between_rounds_sends_nothing_to_a_2026_server(tmp_path):
     assert with_method(wire.sent, "notifications/cancelled") == []
 
 
-OUR_2025_SERVER = [PYTHON, str(ROOT / "tests" / "servers" / "demo_server.py")]
+OUR_2025_SERVER = [PYTHON, str(PEERS / "demo_server.py")]
 """mcp_sync's own server as it was before 2026-07-28 (it answers server/discover with an error)."""
 
 SILENT_ON_DISCOVER = [
