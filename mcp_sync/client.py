@@ -62,7 +62,15 @@ from .call_options import CallOptions
 from .context import Context
 from .endpoint import CancelObserver, Endpoint, EndpointStats, PendingCall
 from .cancel import CancelToken
-from .errors import CapabilityError, ConnectionClosed, FeatureRemoved, McpError, PeerMisbehaved, WaitTimeout
+from .errors import (
+    CapabilityError,
+    ConnectionClosed,
+    FeatureRemoved,
+    McpError,
+    PeerMisbehaved,
+    ServerExited,
+    WaitTimeout,
+)
 from .input_driver import MAX_INPUT_ROUNDS, InputRoundsCall
 from .jsonrpc import METHOD_NOT_FOUND, UNSUPPORTED_PROTOCOL_VERSION, Notification, Request, RequestId
 from .lifecycle import (
@@ -218,6 +226,7 @@ class Client(Session):
             raise ValueError(f"unknown log level {log_level!r}; use one of {LOG_LEVELS}")
         self.log_level = log_level
         self.server_instructions: str | None = None
+        self._probe_lost = False  # the connection ended on the server/discover probe
         self._server_info: mcp_types.Implementation | None = None
 
     # -- construction -------------------------------------------------------------------------
@@ -225,14 +234,17 @@ class Client(Session):
     def connect(cls, transport: Transport, *, init_timeout: float | None = INIT_TIMEOUT, **options: Any) -> Client:
         """Start a client on ``transport`` and agree on the protocol: the ``server/discover``
         probe and 2026-07-28, or the ``initialize`` handshake (see ``protocol=``)."""
-        client = cls(transport, **options)
-        client.endpoint.start()
+        return cls(transport, **options)._start(init_timeout)
+
+    def _start(self, init_timeout: float | None) -> Client:
+        """Start reading and agree on the protocol; closed again if that fails."""
+        self.endpoint.start()
         try:
-            client._negotiate(init_timeout)
+            self._negotiate(init_timeout)
         except BaseException:
-            client.close()
+            self.close()
             raise
-        return client
+        return self
 
     @classmethod
     def stdio(
@@ -249,17 +261,34 @@ class Client(Session):
         """Spawn a server process and connect to it over its stdin/stdout (agreeing on the
         protocol as :meth:`connect` does: ``protocol=``, ``discover_timeout=``).
 
+        A server that exits cleanly (status 0) on the probe -- some older servers end on any
+        request before ``initialize`` -- is started again and sent ``initialize`` at once,
+        unless ``protocol=`` allows 2026-07-28 only. A server that fails (another status)
+        raises :class:`~mcp_sync.errors.ServerExited` as it is, and is not started again.
+
         On close: stdin is closed, then SIGTERM, then SIGKILL after the grace periods.
         """
-        transport = SubprocessTransport(
-            command,
-            env=env,
-            cwd=cwd,
-            stderr=stderr,
-            close_grace=close_grace,
-            terminate_grace=terminate_grace,
-        )
-        return cls.connect(transport, **options)
+
+        def spawn() -> SubprocessTransport:
+            return SubprocessTransport(
+                command,
+                env=env,
+                cwd=cwd,
+                stderr=stderr,
+                close_grace=close_grace,
+                terminate_grace=terminate_grace,
+            )
+
+        init_timeout = options.pop("init_timeout", INIT_TIMEOUT)
+        client = cls(spawn(), **options)
+        try:
+            return client._start(init_timeout)
+        except ServerExited as exc:
+            handshake = client.protocol.handshake
+            if not (client._probe_lost and exc.returncode == 0 and handshake is not None):
+                raise
+        _log.info("the server exited on the server/discover probe; starting it again for initialize")
+        return cls(spawn(), **{**options, "protocol": handshake})._start(init_timeout)
 
     @classmethod
     def http(
@@ -423,6 +452,9 @@ class Client(Session):
             return era is Era.MODERN
         except PeerMisbehaved:  # an answer that is not JSON-RPC: not a modern server
             return False
+        except ConnectionClosed:
+            self._probe_lost = True
+            raise
         with self.lifecycle_lock:
             era = self.lifecycle.discover_answered(result)
         if era is Era.MODERN:

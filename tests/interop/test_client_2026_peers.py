@@ -1,8 +1,8 @@
 """Our client against real servers over stdio: with the official ``mcp`` 2.3.0 server (dual-era)
 and the TypeScript SDK v2 server (2026-07-28 only) it speaks 2026-07-28 -- judged on the wire
 it wrote and read -- including a multi round-trip elicitation and a cancellation the server's
-handler saw; against a 2025-only server (mcp_sync's own, a silent one) it falls back to
-``initialize``.
+handler saw; against 2025-only servers (one that answers the probe with an error, one that
+never answers it, one that exits on it) it falls back to ``initialize``.
 """
 
 from __future__ import annotations
@@ -15,11 +15,11 @@ from typing import Any
 import pytest
 
 from mcp_sync import Client, Context
-from mcp_sync.errors import Cancelled, RequestTimeout
+from mcp_sync.errors import Cancelled, RequestTimeout, ServerExited
 from mcp_sync.lifecycle import Era
 from mcp_sync.transports.subprocess import SubprocessTransport
 from support.messages import with_method
-from support.paths import PEERS, PYTHON
+from support.paths import PYTHON
 from support.processes import user_env
 from support.recording import RecordingTransport
 from support.waiting import wait_until
@@ -143,26 +143,34 @@ def test_cancelling_between_rounds_sends_nothing_to_a_2026_server(tmp_path):
     assert with_method(wire.sent, "notifications/cancelled") == []
 
 
-OUR_2025_SERVER = [PYTHON, str(PEERS / "demo_server.py")]
-"""mcp_sync's own server as it was before 2026-07-28 (it answers server/discover with an error)."""
-
-SILENT_ON_DISCOVER = [
-    PYTHON,
-    "-c",
-    "import json, sys\n"
-    "for line in sys.stdin:\n"
-    "    msg = json.loads(line)\n"
-    "    if msg.get('method') == 'initialize':\n"
-    "        print(json.dumps({'jsonrpc': '2.0', 'id': msg['id'], 'result': {'protocolVersion': '2025-11-25',"
-    " 'capabilities': {'tools': {}}, 'serverInfo': {'name': 'silent', 'version': '0'}}}), flush=True)\n"
-    "    elif msg.get('method') == 'tools/list':\n"
-    "        print(json.dumps({'jsonrpc': '2.0', 'id': msg['id'], 'result': {'tools': []}}), flush=True)\n",
-]
-"""A 2025 server that ignores every request before ``initialize`` (some never answer)."""
+def scripted_2025_server(before_initialize: str, starts: Path | None = None) -> list[str]:
+    """A 2025 server serving ``initialize`` and ``tools/list``. A request before ``initialize``
+    gets ``"error"``: -32602 (as older official Python servers answer); ``"silent"``: nothing
+    (some never answer); ``"exit"``: the server ends with status 0 (as some do). ``starts``:
+    a file that gets a line per start."""
+    code = (
+        "import json, sys\n"
+        f"starts, mode, ready = {str(starts) if starts else None!r}, {before_initialize!r}, False\n"
+        "if starts: open(starts, 'a').write('start\\n')\n"
+        "def answer(msg, **body): print(json.dumps({'jsonrpc': '2.0', 'id': msg['id'], **body}), flush=True)\n"
+        "for line in sys.stdin:\n"
+        "    msg = json.loads(line)\n"
+        "    method = msg.get('method')\n"
+        "    if method == 'initialize':\n"
+        "        ready = True\n"
+        "        answer(msg, result={'protocolVersion': '2025-11-25', 'capabilities': {'tools': {}},"
+        " 'serverInfo': {'name': 'old', 'version': '0'}})\n"
+        "    elif not ready and 'id' in msg:\n"
+        "        if mode == 'exit': sys.exit(0)\n"
+        "        if mode == 'error': answer(msg, error={'code': -32602, 'message': 'Invalid request parameters'})\n"
+        "    elif method == 'tools/list':\n"
+        "        answer(msg, result={'tools': []})\n"
+    )
+    return [PYTHON, "-c", code]
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="POSIX process handling")
-@pytest.mark.parametrize("command, wait", [(OUR_2025_SERVER, LIMIT), (SILENT_ON_DISCOVER, 0.5)], ids=["errors", "silent"])
+@pytest.mark.parametrize("command, wait", [(scripted_2025_server("error"), LIMIT), (scripted_2025_server("silent"), 0.5)], ids=["errors", "silent"])
 def test_a_2025_server_gets_initialize_after_the_probe(command, wait):
     wire = spawn(command)
     with Client.connect(wire, init_timeout=LIMIT, discover_timeout=wait) as client:
@@ -172,3 +180,18 @@ def test_a_2025_server_gets_initialize_after_the_probe(command, wait):
     assert sent[:3] == ["server/discover", "initialize", "notifications/initialized"]
     assert "notifications/cancelled" not in sent
     assert "_meta" not in requests(wire.sent)[-1].get("params", {})
+
+
+def test_stdio_starts_a_server_that_exits_on_the_probe_again_with_initialize(tmp_path):
+    starts = tmp_path / "starts"
+    with Client.stdio(scripted_2025_server("exit", starts), stderr="discard", init_timeout=LIMIT) as client:
+        assert client.era is Era.HANDSHAKE
+        assert client.list_tools() == []
+    assert starts.read_text().splitlines() == ["start", "start"]
+
+
+def test_a_server_that_exits_on_the_probe_fails_a_2026_only_client(tmp_path):
+    starts = tmp_path / "starts"
+    with pytest.raises(ServerExited, match="status 0"):
+        Client.stdio(scripted_2025_server("exit", starts), stderr="discard", init_timeout=LIMIT, protocol="modern")
+    assert starts.read_text().splitlines() == ["start"]
