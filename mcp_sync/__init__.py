@@ -21,6 +21,7 @@ from .endpoint import Endpoint, EndpointStats, PendingCall
 from .errors import (
     Cancelled,
     CapabilityError,
+    FeatureRemoved,
     ConnectionClosed,
     HttpError,
     McpError,
@@ -64,6 +65,7 @@ __all__ = [
     "CancelToken",
     "Cancelled",
     "CapabilityError",
+    "FeatureRemoved",
     "Client",
     "ConnectionClosed",
     "Context",

@@ -358,3 +358,21 @@ def test_a_closed_client_at_2026_raises_connection_closed():
         client.close()
         with pytest.raises(ConnectionClosed):
             client.call_tool("t")
+
+
+def test_unsupported_version_on_a_request_is_retried_once_with_a_version_both_speak(monkeypatch):
+    import mcp_sync.lifecycle as lifecycle
+
+    monkeypatch.setattr(lifecycle, "MODERN_VERSIONS", (MODERN, "2026-01-01"))  # as if we spoke two
+
+    def only_the_older(request: Any) -> Any:
+        if request.params["_meta"][VERSION_KEY] != "2026-01-01":
+            raise McpError(-32022, "Unsupported protocol version", {"supported": ["2026-01-01"], "requested": MODERN})
+        return TEXT
+
+    with FakeServer(ModernFake(only_the_older)) as fake, connect(fake) as client:
+        assert client.call_tool("t").content[0].text == "ok"
+        assert client.protocol_version == "2026-01-01"
+        client.call_tool("t")
+        versions = [m["params"]["_meta"][VERSION_KEY] for m in with_method(fake.wire.received, "tools/call")]
+        assert versions == [MODERN, "2026-01-01", "2026-01-01"]

@@ -21,6 +21,7 @@ PUBLIC_NAMES = {
     "ConnectionClosed",
     "Context",
     "Endpoint",
+    "FeatureRemoved",
     "EndpointStats",
     "HttpClientTransport",
     "HttpError",
