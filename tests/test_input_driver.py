@@ -321,10 +321,10 @@ def test_an_already_cancelled_token_sends_nothing():
 def test_the_timeout_between_rounds_stops_the_input_handler_and_sends_nothing():
     answers, started, stopped = blocking_answers()
     with driver_peer() as env:
-        call = start(env, answers, timeout=0.2)
+        call = start(env, answers, timeout=1.5)  # ample for the first answer to arrive first
         reply(env.peer, env.peer.recv(), input_required(inputRequests={"name": ELICIT}))
         assert started.wait(WAIT)
-        with pytest.raises(RequestTimeout, match="timed out after 0.2 s"):
+        with pytest.raises(RequestTimeout, match="timed out after 1.5 s"):
             call.result(WAIT)
         assert stopped.wait(WAIT)
         assert_silent(env.peer, env.endpoint)
@@ -332,12 +332,12 @@ def test_the_timeout_between_rounds_stops_the_input_handler_and_sends_nothing():
 
 def test_the_timeout_bounds_the_whole_call_and_cancels_the_round_in_flight():
     with driver_peer() as env:
-        call = start(env, Answers(), timeout=0.3)
+        call = start(env, Answers(), timeout=1.5)  # ample for the retry to be sent first
         reply(env.peer, env.peer.recv(), input_required(inputRequests={"name": ELICIT}))
         retry = env.peer.recv()
         cancel = env.peer.recv()  # the timeout passes while the retry is in flight
         assert cancel["method"] == "notifications/cancelled"
-        assert cancel["params"] == {"requestId": retry["id"], "reason": "timed out after 0.3 s"}
+        assert cancel["params"] == {"requestId": retry["id"], "reason": "timed out after 1.5 s"}
         with pytest.raises(RequestTimeout):
             call.result(WAIT)
         assert_silent(env.peer, env.endpoint)
