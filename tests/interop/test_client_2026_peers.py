@@ -88,6 +88,7 @@ def test_our_client_speaks_2026_with_real_servers_including_an_input_round_and_a
     with Client.connect(wire, elicitation_handler=elicit_ada, init_timeout=LIMIT, discover_timeout=LIMIT, default_timeout=LIMIT) as client:
         assert (client.era, client.protocol_version) == (Era.MODERN, MODERN)
         assert client.server_info.name in ("official-peer-2026", "ts-v2-peer-2026")
+        assert {"echo", "slow", "ask_name"} <= {tool.name for tool in client.list_tools()}
         assert text_of(client.call_tool("echo", {"text": "hello 2026"})) == "hello 2026"
         assert text_of(client.call_tool("ask_name", {})) == "accept:Ada state:asked"
         slow = client.call_tool_future("slow", {"seconds": 60, "tag": "c1"})
