@@ -294,20 +294,29 @@ def test_an_input_request_for_an_undeclared_capability_fails_the_call():
         assert len(with_method(fake.wire.received, "tools/call")) == 1
 
 
-def test_cancelling_between_rounds_stops_the_handler_and_sends_nothing():
-    started, stopped = threading.Event(), threading.Event()
+class UserWhoNeverAnswers:
+    """An elicitation handler that waits for its cancellation; ``started``/``stopped`` say
+    when it was asked and when its token fired. ``ask`` is a server's input round for it."""
 
-    def waits_for_the_user(params: dict[str, Any], ctx: Context) -> Any:
-        started.set()
+    def __init__(self) -> None:
+        self.started, self.stopped = threading.Event(), threading.Event()
+
+    def __call__(self, params: dict[str, Any], ctx: Context) -> Any:
+        self.started.set()
         if ctx.wait(WAIT):
-            stopped.set()
+            self.stopped.set()
             ctx.raise_if_cancelled()
         return {"action": "decline"}
 
+    @staticmethod
     def ask(request: Any) -> Any:
         return {"resultType": "input_required", "inputRequests": {"e": {"method": "elicitation/create", "params": {"message": "?"}}}}
 
-    with FakeServer(ModernFake(ask)) as fake, connect(fake, elicitation_handler=waits_for_the_user) as client:
+
+def test_cancelling_between_rounds_stops_the_handler_and_sends_nothing():
+    user = UserWhoNeverAnswers()
+    started, stopped = user.started, user.stopped
+    with FakeServer(ModernFake(user.ask)) as fake, connect(fake, elicitation_handler=user) as client:
         call = client.call_tool_future("t")
         assert started.wait(WAIT)
         assert call.cancel("stop") is True
@@ -376,3 +385,34 @@ def test_unsupported_version_on_a_request_is_retried_once_with_a_version_both_sp
         client.call_tool("t")
         versions = [m["params"]["_meta"][VERSION_KEY] for m in with_method(fake.wire.received, "tools/call")]
         assert versions == [MODERN, "2026-01-01", "2026-01-01"]
+
+
+def test_ctrl_c_between_rounds_stops_the_input_handler_sends_nothing_and_propagates():
+    if threading.current_thread() is not threading.main_thread():
+        pytest.skip("needs the main thread")
+    import signal
+
+    main_ident = threading.main_thread().ident
+    assert main_ident is not None
+    user = UserWhoNeverAnswers()
+    started, stopped = user.started, user.stopped
+
+    def interrupt_when_asked() -> None:
+        if started.wait(WAIT):
+            signal.pthread_kill(main_ident, signal.SIGINT)
+
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)  # as in a terminal
+    try:
+        with FakeServer(ModernFake(user.ask)) as fake, connect(fake, elicitation_handler=user) as client:
+            helper = threading.Thread(target=interrupt_when_asked)
+            helper.start()
+            try:
+                with pytest.raises(KeyboardInterrupt):
+                    client.call_tool("t", timeout=WAIT * 2)
+            finally:
+                helper.join(WAIT)
+            assert stopped.wait(WAIT)
+            assert client.list_tools()  # still usable; a barrier for the assertion below
+            assert methods(fake.wire.received)[1:] == ["tools/call", "tools/list"]
+    finally:
+        signal.signal(signal.SIGINT, previous)
