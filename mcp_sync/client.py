@@ -59,9 +59,9 @@ from typing_extensions import Unpack
 
 from . import deadlines
 from .call_options import CallOptions
+from .cancel import CancelToken
 from .context import Context
 from .endpoint import CancelObserver, Endpoint, EndpointStats, PendingCall
-from .cancel import CancelToken
 from .errors import (
     CapabilityError,
     ConnectionClosed,
@@ -72,7 +72,13 @@ from .errors import (
     WaitTimeout,
 )
 from .input_driver import MAX_INPUT_ROUNDS, InputRoundsCall
-from .jsonrpc import METHOD_NOT_FOUND, UNSUPPORTED_PROTOCOL_VERSION, Notification, Request, RequestId
+from .jsonrpc import (
+    METHOD_NOT_FOUND,
+    UNSUPPORTED_PROTOCOL_VERSION,
+    Notification,
+    Request,
+    RequestId,
+)
 from .lifecycle import (
     DISCOVER_METHOD,
     LATEST_HANDSHAKE_VERSION,
@@ -85,8 +91,8 @@ from .lifecycle import (
 )
 from .negotiation import DISCOVER_TIMEOUT, discovered_server, parse_protocol
 from .protocol import InboundRequest
-from .results import CLIENT_REQUEST_RESULTS, mcp_models, parser_for
 from .result_kinds import InputRequest
+from .results import CLIENT_REQUEST_RESULTS, mcp_models, parser_for
 from .session import LOG_LEVELS, Session
 from .transports.base import Transport
 from .transports.subprocess import StderrMode, SubprocessTransport
@@ -769,7 +775,11 @@ class Client(Session):
         return self._serve(request.method, request.params, Context(self, request, request.token))
 
     def _offers(self, method: str) -> bool:
-        handlers = {"roots/list": self._roots, "sampling/createMessage": self.sampling_handler, "elicitation/create": self.elicitation_handler}
+        handlers = {
+            "roots/list": self._roots,
+            "sampling/createMessage": self.sampling_handler,
+            "elicitation/create": self.elicitation_handler,
+        }
         return handlers.get(method) is not None
 
     def _serve(self, method: str, params: dict[str, Any], ctx: Context) -> Any:

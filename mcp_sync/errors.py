@@ -228,7 +228,10 @@ class FeatureRemoved(CapabilityError):
     """
 
     def __init__(self, feature: str, protocol_version: str, hint: str = "") -> None:
-        message = f"{feature} does not exist in protocol {protocol_version}, which this connection speaks (it was removed in 2026-07-28)"
+        message = (
+            f"{feature} does not exist in protocol {protocol_version}, which this connection"
+            " speaks (it was removed in 2026-07-28)"
+        )
         super().__init__(message + (f"; {hint}" if hint else ""))
         self.feature = feature
         self.protocol_version = protocol_version

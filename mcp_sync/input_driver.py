@@ -27,7 +27,8 @@ from __future__ import annotations
 
 import concurrent.futures
 import threading
-from typing import Any, Callable, Mapping
+from collections.abc import Callable, Mapping
+from typing import Any
 
 from . import deadlines
 from .call_options import USE_CLIENT_DEFAULT, CallOptions, resolve_timeout
@@ -118,7 +119,9 @@ class InputRoundsCall(PendingCall):
         self._state_only_in_a_row = 0
         parent = options.get("cancel_token")
         self._token = parent.child() if parent is not None else CancelToken()
-        timeout = resolve_timeout(options.get("timeout", USE_CLIENT_DEFAULT), endpoint.default_timeout)
+        timeout = resolve_timeout(
+            options.get("timeout", USE_CLIENT_DEFAULT), endpoint.default_timeout
+        )
         reset = bool(options.get("reset_timeout_on_progress", False)) and timeout is not None
         max_total = deadlines.check_timeout(options.get("max_total_timeout"), "max_total_timeout")
         # with reset_timeout_on_progress each round has the timeout (restarted by its
@@ -242,7 +245,9 @@ class InputRoundsCall(PendingCall):
             try:
                 responses[request.key] = self._answer(request, self._token)
             except Exception as exc:
-                if not self._token.cancelled:  # a handler stopping because it was asked to is no error
+                if (
+                    not self._token.cancelled
+                ):  # a handler stopping because it was asked to is no error
                     self._finish(exception=exc)
                 return
         if not self._token.cancelled:

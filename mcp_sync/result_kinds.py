@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Union
+from typing import Any
 
 from .errors import PeerMisbehaved
 
@@ -93,7 +93,7 @@ class InputRequired:
         return not self.requests
 
 
-ResultKind = Union[Complete, InputRequired]
+ResultKind = Complete | InputRequired
 
 
 def _misbehaved(method: str, problem: str) -> PeerMisbehaved:
@@ -113,13 +113,20 @@ def classify_result(method: str, result: Any, *, tasks_declared: bool = False) -
     if kind == TASK:
         if tasks_declared:
             return Complete(result)
-        raise _misbehaved(method, 'resultType "task", but this client did not declare the tasks extension')
+        raise _misbehaved(
+            method, 'resultType "task", but this client did not declare the tasks extension'
+        )
     if kind != INPUT_REQUIRED:
         raise _misbehaved(method, f"an unknown resultType {kind!r}")
     if method not in INPUT_METHODS:
-        raise _misbehaved(method, 'resultType "input_required", which only tools/call, prompts/get and resources/read may')
+        raise _misbehaved(
+            method,
+            'resultType "input_required", which only tools/call, prompts/get and resources/read may',
+        )
     assert isinstance(result, Mapping)
-    return InputRequired(_input_requests(method, result.get("inputRequests")), _state(method, result))
+    return InputRequired(
+        _input_requests(method, result.get("inputRequests")), _state(method, result)
+    )
 
 
 def _input_requests(method: str, value: Any) -> tuple[InputRequest, ...]:
@@ -133,7 +140,10 @@ def _input_requests(method: str, value: Any) -> tuple[InputRequest, ...]:
             raise _misbehaved(method, f"inputRequests[{key!r}] without a method")
         asked = request["method"]
         if asked not in INPUT_REQUEST_METHODS:
-            raise _misbehaved(method, f"inputRequests[{key!r}] asking for {asked!r}, which is not an input request")
+            raise _misbehaved(
+                method,
+                f"inputRequests[{key!r}] asking for {asked!r}, which is not an input request",
+            )
         params = request.get("params")
         if params is not None and not isinstance(params, Mapping):
             raise _misbehaved(method, f"inputRequests[{key!r}] with params that are not an object")
@@ -150,7 +160,9 @@ def _state(method: str, result: Mapping[str, Any]) -> str | None:
     return state
 
 
-def retry_params(params: Mapping[str, Any] | None, responses: Mapping[str, Any], state: str | None) -> dict[str, Any]:
+def retry_params(
+    params: Mapping[str, Any] | None, responses: Mapping[str, Any], state: str | None
+) -> dict[str, Any]:
     """The params of the retry after an ``input_required`` round: the original ``params``
     (without an earlier round's ``inputResponses``/``requestState``) plus ``inputResponses``
     keyed like the requests (when there are any) and ``requestState`` exactly as received

@@ -8,10 +8,11 @@ import threading
 from typing import Any
 
 import pytest
-
 from support.messages import methods, with_method
-from support.sessions import INIT_RESULT as INIT, FakeServer
+from support.sessions import INIT_RESULT as INIT
+from support.sessions import FakeServer
 from support.waiting import WAIT, wait_until
+
 from mcp_sync import Client, Context, McpError
 from mcp_sync.errors import Cancelled, ConnectionClosed, FeatureRemoved, PeerMisbehaved
 from mcp_sync.lifecycle import Era
@@ -46,9 +47,16 @@ class ModernFake:
         if request.method == "tools/call":
             return self.on_call(request)
         if request.method == "tools/list":
-            return {"tools": [{"name": "t", "inputSchema": {"type": "object"}}], "resultType": "complete"}
+            return {
+                "tools": [{"name": "t", "inputSchema": {"type": "object"}}],
+                "resultType": "complete",
+            }
         if request.method == "initialize":
-            raise McpError(-32022, "no handshake here", {"supported": [MODERN], "requested": request.params.get("protocolVersion")})
+            raise McpError(
+                -32022,
+                "no handshake here",
+                {"supported": [MODERN], "requested": request.params.get("protocolVersion")},
+            )
         raise McpError(-32601, f"Method not found: {request.method}")
 
 
@@ -63,10 +71,21 @@ def connect(fake: FakeServer, **options: Any) -> Client:
 
 # -- negotiation ---------------------------------------------------------------------------------
 def test_a_discover_result_means_2026_and_every_request_carries_the_envelope():
-    with FakeServer(ModernFake()) as fake, connect(
-        fake, name="probe", version="1.2", elicitation_handler=lambda p, c: {"action": "decline"}, roots=["/r"]
-    ) as client:
-        assert (client.era, client.protocol_version, client.initialized) == (Era.MODERN, MODERN, True)
+    with (
+        FakeServer(ModernFake()) as fake,
+        connect(
+            fake,
+            name="probe",
+            version="1.2",
+            elicitation_handler=lambda p, c: {"action": "decline"},
+            roots=["/r"],
+        ) as client,
+    ):
+        assert (client.era, client.protocol_version, client.initialized) == (
+            Era.MODERN,
+            MODERN,
+            True,
+        )
         assert client.server_info.name == "modern-fake" and client.server_instructions == "be kind"
         assert client.server_capabilities == DISCOVERED["capabilities"]
         assert client.call_tool("t", {"x": 1}).content[0].text == "ok"
@@ -90,10 +109,18 @@ def test_any_other_error_to_discover_falls_back_to_initialize(code):
             raise McpError(code, "not for me")
         return fake.init_result if request.method == "initialize" else TEXT
 
-    with FakeServer(legacy, init_result={**INIT, "capabilities": {"tools": {}}}) as fake, connect(fake) as client:
+    with (
+        FakeServer(legacy, init_result={**INIT, "capabilities": {"tools": {}}}) as fake,
+        connect(fake) as client,
+    ):
         assert (client.era, client.protocol_version) == (Era.HANDSHAKE, "2025-11-25")
         client.call_tool("t")
-        assert methods(fake.wire.received) == ["server/discover", "initialize", "notifications/initialized", "tools/call"]
+        assert methods(fake.wire.received) == [
+            "server/discover",
+            "initialize",
+            "notifications/initialized",
+            "tools/call",
+        ]
         assert "_meta" not in requests_of(fake)[-1]["params"]
 
 
@@ -115,11 +142,22 @@ def test_a_server_that_never_answers_discover_gets_initialize_after_the_bounded_
             return {}
         return fake.init_result
 
-    with FakeServer(silent_until_initialized) as fake, connect(fake, discover_timeout=0.2) as client:
+    with (
+        FakeServer(silent_until_initialized) as fake,
+        connect(fake, discover_timeout=0.2) as client,
+    ):
         assert client.era is Era.HANDSHAKE
-        fake.wire.wait_for(lambda w: with_method(w.received, "notifications/initialized"), "the handshake's end")
-        assert methods(fake.wire.received) == ["server/discover", "initialize", "notifications/initialized"]
-        assert not with_method(fake.wire.received, "notifications/cancelled")  # the probe is never cancelled
+        fake.wire.wait_for(
+            lambda w: with_method(w.received, "notifications/initialized"), "the handshake's end"
+        )
+        assert methods(fake.wire.received) == [
+            "server/discover",
+            "initialize",
+            "notifications/initialized",
+        ]
+        assert not with_method(
+            fake.wire.received, "notifications/cancelled"
+        )  # the probe is never cancelled
         assert client.stats().outbound_in_flight == 0  # and not left pending either
 
 
@@ -140,7 +178,11 @@ def test_a_modern_error_to_discover_means_2026_and_capabilities_are_asked_for_ag
 
 def test_unsupported_version_without_a_mutual_one_fails_without_fallback():
     def future_only(request: Any) -> Any:
-        raise McpError(-32022, "Unsupported protocol version", {"supported": ["2027-01-01"], "requested": MODERN})
+        raise McpError(
+            -32022,
+            "Unsupported protocol version",
+            {"supported": ["2027-01-01"], "requested": MODERN},
+        )
 
     with FakeServer(future_only) as fake:
         with pytest.raises(McpError) as caught:
@@ -164,14 +206,20 @@ def test_initialize_refused_with_unsupported_version_after_a_late_probe_goes_mod
         assert methods(fake.wire.received) == ["server/discover", "initialize", "server/discover"]
 
 
-@pytest.mark.parametrize("protocol, asked", [("legacy", "2025-11-25"), ("handshake", "2025-11-25"), ("2025-06-18", "2025-06-18")])
+@pytest.mark.parametrize(
+    "protocol, asked",
+    [("legacy", "2025-11-25"), ("handshake", "2025-11-25"), ("2025-06-18", "2025-06-18")],
+)
 def test_protocol_legacy_or_a_handshake_version_sends_initialize_at_once(protocol, asked):
     with FakeServer() as fake:
         fake.init_result["protocolVersion"] = asked
         with connect(fake, protocol=protocol) as client:
             assert client.protocol_version == asked
         (initialize,) = requests_of(fake)
-        assert initialize["method"] == "initialize" and initialize["params"]["protocolVersion"] == asked
+        assert (
+            initialize["method"] == "initialize"
+            and initialize["params"]["protocolVersion"] == asked
+        )
 
 
 @pytest.mark.parametrize("protocol", ["modern", MODERN])
@@ -203,13 +251,18 @@ def test_an_unknown_protocol_is_refused_before_connecting():
         (lambda c: c.set_logging_level("info"), "logging/setLevel"),
         (lambda c: c.subscribe("x://1"), "resources/subscribe"),
         (lambda c: c.unsubscribe("x://1"), "resources/unsubscribe"),
-        (lambda c: c.send_notification("notifications/roots/list_changed"), "notifications/roots/list_changed"),
+        (
+            lambda c: c.send_notification("notifications/roots/list_changed"),
+            "notifications/roots/list_changed",
+        ),
     ],
 )
 def test_features_removed_at_2026_fail_naming_the_version_and_send_nothing(call, feature):
     with FakeServer(ModernFake()) as fake, connect(fake) as client:
         before = len(fake.wire.received)
-        with pytest.raises(FeatureRemoved, match=f"{feature} does not exist in protocol 2026-07-28") as caught:
+        with pytest.raises(
+            FeatureRemoved, match=f"{feature} does not exist in protocol 2026-07-28"
+        ) as caught:
             call(client)
         assert (caught.value.feature, caught.value.protocol_version) == (feature, MODERN)
         client.call_tool("t")  # a barrier: everything sent before it has arrived
@@ -220,10 +273,19 @@ def test_set_roots_at_2026_sends_nothing_and_the_next_input_round_gets_the_new_r
     def roots_round(request: Any) -> Any:
         responses = request.params.get("inputResponses")
         if responses is None:
-            return {"resultType": "input_required", "inputRequests": {"r": {"method": "roots/list"}}}
-        return {"content": [{"type": "text", "text": responses["r"]["roots"][0]["uri"]}], "resultType": "complete"}
+            return {
+                "resultType": "input_required",
+                "inputRequests": {"r": {"method": "roots/list"}},
+            }
+        return {
+            "content": [{"type": "text", "text": responses["r"]["roots"][0]["uri"]}],
+            "resultType": "complete",
+        }
 
-    with FakeServer(ModernFake(roots_round)) as fake, connect(fake, roots=["file:///old"]) as client:
+    with (
+        FakeServer(ModernFake(roots_round)) as fake,
+        connect(fake, roots=["file:///old"]) as client,
+    ):
         client.set_roots(["file:///new"])
         assert client.call_tool("t").content[0].text == "file:///new"
         assert not with_method(fake.wire.received, "notifications/roots/list_changed")
@@ -232,7 +294,10 @@ def test_set_roots_at_2026_sends_nothing_and_the_next_input_round_gets_the_new_r
 def test_log_level_travels_in_every_envelope():
     with FakeServer(ModernFake()) as fake, connect(fake, log_level="warning") as client:
         client.call_tool("t")
-        assert requests_of(fake)[-1]["params"]["_meta"]["io.modelcontextprotocol/logLevel"] == "warning"
+        assert (
+            requests_of(fake)[-1]["params"]["_meta"]["io.modelcontextprotocol/logLevel"]
+            == "warning"
+        )
 
 
 def test_a_stray_server_request_is_dropped_unanswered():
@@ -243,8 +308,17 @@ def test_a_stray_server_request_is_dropped_unanswered():
         return {"action": "decline"}
 
     with FakeServer(ModernFake()) as fake, connect(fake, elicitation_handler=handler) as client:
-        fake.endpoint.submit("elicitation/create", {"message": "hi", "requestedSchema": {"type": "object"}}, timeout=None)
-        fake.wire.wait_for(lambda w: any(m.get("method") == "elicitation/create" for m in w.sent if isinstance(m, dict)), "the stray request")
+        fake.endpoint.submit(
+            "elicitation/create",
+            {"message": "hi", "requestedSchema": {"type": "object"}},
+            timeout=None,
+        )
+        fake.wire.wait_for(
+            lambda w: any(
+                m.get("method") == "elicitation/create" for m in w.sent if isinstance(m, dict)
+            ),
+            "the stray request",
+        )
         wait_until(lambda: client.endpoint.dropped, "the client to drop it")
         client.call_tool("t")  # a barrier: an answer would have come before this call's request
         assert not asked.is_set()
@@ -268,25 +342,47 @@ def test_an_input_round_uses_the_clients_handlers_with_a_context():
             return {
                 "resultType": "input_required",
                 "inputRequests": {
-                    "who": {"method": "elicitation/create", "params": {"message": "Name?", "requestedSchema": {"type": "object"}}},
-                    "llm": {"method": "sampling/createMessage", "params": {"messages": [], "maxTokens": 3}},
+                    "who": {
+                        "method": "elicitation/create",
+                        "params": {"message": "Name?", "requestedSchema": {"type": "object"}},
+                    },
+                    "llm": {
+                        "method": "sampling/createMessage",
+                        "params": {"messages": [], "maxTokens": 3},
+                    },
                 },
                 "requestState": "s1",
             }
         assert request.params["requestState"] == "s1"
-        return {"content": [{"type": "text", "text": f"{responses['who']['content']['name']}/{responses['llm']['content']['text']}"}]}
+        return {
+            "content": [
+                {
+                    "type": "text",
+                    "text": f"{responses['who']['content']['name']}/{responses['llm']['content']['text']}",
+                }
+            ]
+        }
 
-    with FakeServer(ModernFake(two_inputs)) as fake, connect(fake, elicitation_handler=elicit, sampling_handler=sample) as client:
+    with (
+        FakeServer(ModernFake(two_inputs)) as fake,
+        connect(fake, elicitation_handler=elicit, sampling_handler=sample) as client,
+    ):
         assert client.call_tool("t").content[0].text == "Ada/hm"
         assert seen == [("Name?", "who", False), ("sample", "llm", False)]
         calls = with_method(fake.wire.received, "tools/call")
         assert len(calls) == 2 and calls[0]["id"] != calls[1]["id"]
-        assert calls[1]["params"]["_meta"][CAPS_KEY] == {"sampling": {}, "elicitation": {"form": {}, "url": {}}}
+        assert calls[1]["params"]["_meta"][CAPS_KEY] == {
+            "sampling": {},
+            "elicitation": {"form": {}, "url": {}},
+        }
 
 
 def test_an_input_request_for_an_undeclared_capability_fails_the_call():
     def wants_sampling(request: Any) -> Any:
-        return {"resultType": "input_required", "inputRequests": {"s": {"method": "sampling/createMessage", "params": {}}}}
+        return {
+            "resultType": "input_required",
+            "inputRequests": {"s": {"method": "sampling/createMessage", "params": {}}},
+        }
 
     with FakeServer(ModernFake(wants_sampling)) as fake, connect(fake) as client:
         with pytest.raises(PeerMisbehaved, match="does not offer"):
@@ -310,13 +406,19 @@ class UserWhoNeverAnswers:
 
     @staticmethod
     def ask(request: Any) -> Any:
-        return {"resultType": "input_required", "inputRequests": {"e": {"method": "elicitation/create", "params": {"message": "?"}}}}
+        return {
+            "resultType": "input_required",
+            "inputRequests": {"e": {"method": "elicitation/create", "params": {"message": "?"}}},
+        }
 
 
 def test_cancelling_between_rounds_stops_the_handler_and_sends_nothing():
     user = UserWhoNeverAnswers()
     started, stopped = user.started, user.stopped
-    with FakeServer(ModernFake(user.ask)) as fake, connect(fake, elicitation_handler=user) as client:
+    with (
+        FakeServer(ModernFake(user.ask)) as fake,
+        connect(fake, elicitation_handler=user) as client,
+    ):
         call = client.call_tool_future("t")
         assert started.wait(WAIT)
         assert call.cancel("stop") is True
@@ -331,7 +433,10 @@ def test_rounds_are_bounded_by_max_input_rounds():
     def forever(request: Any) -> Any:
         return {"resultType": "input_required", "inputRequests": {"r": {"method": "roots/list"}}}
 
-    with FakeServer(ModernFake(forever)) as fake, connect(fake, roots=["/r"], max_input_rounds=2) as client:
+    with (
+        FakeServer(ModernFake(forever)) as fake,
+        connect(fake, roots=["/r"], max_input_rounds=2) as client,
+    ):
         with pytest.raises(PeerMisbehaved, match="after 2 rounds"):
             client.call_tool("t")
         assert len(with_method(fake.wire.received, "tools/call")) == 3
@@ -339,20 +444,28 @@ def test_rounds_are_bounded_by_max_input_rounds():
 
 @pytest.mark.parametrize(
     "answer, problem",
-    [({"tools": [], "resultType": "soon"}, "unknown resultType"), ({"resultType": "input_required", "requestState": "s"}, "only tools/call")],
+    [
+        ({"tools": [], "resultType": "soon"}, "unknown resultType"),
+        ({"resultType": "input_required", "requestState": "s"}, "only tools/call"),
+    ],
 )
 def test_results_are_checked_on_every_method(answer, problem):
     def server(request: Any) -> Any:
         return answer if request.method == "tools/list" else ModernFake()(request)
 
-    with FakeServer(server) as fake, connect(fake) as client:
-        with pytest.raises(PeerMisbehaved, match=problem):
-            client.list_tools()
+    with (
+        FakeServer(server) as fake,
+        connect(fake) as client,
+        pytest.raises(PeerMisbehaved, match=problem),
+    ):
+        client.list_tools()
 
 
 def test_unsupported_version_on_a_request_is_surfaced_when_no_other_version_is_shared():
     def refuses(request: Any) -> Any:
-        raise McpError(-32022, "Unsupported protocol version", {"supported": [MODERN], "requested": MODERN})
+        raise McpError(
+            -32022, "Unsupported protocol version", {"supported": [MODERN], "requested": MODERN}
+        )
 
     with FakeServer(ModernFake(refuses)) as fake, connect(fake) as client:
         with pytest.raises(McpError) as caught:
@@ -376,14 +489,20 @@ def test_unsupported_version_on_a_request_is_retried_once_with_a_version_both_sp
 
     def only_the_older(request: Any) -> Any:
         if request.params["_meta"][VERSION_KEY] != "2026-01-01":
-            raise McpError(-32022, "Unsupported protocol version", {"supported": ["2026-01-01"], "requested": MODERN})
+            raise McpError(
+                -32022,
+                "Unsupported protocol version",
+                {"supported": ["2026-01-01"], "requested": MODERN},
+            )
         return TEXT
 
     with FakeServer(ModernFake(only_the_older)) as fake, connect(fake) as client:
         assert client.call_tool("t").content[0].text == "ok"
         assert client.protocol_version == "2026-01-01"
         client.call_tool("t")
-        versions = [m["params"]["_meta"][VERSION_KEY] for m in with_method(fake.wire.received, "tools/call")]
+        versions = [
+            m["params"]["_meta"][VERSION_KEY] for m in with_method(fake.wire.received, "tools/call")
+        ]
         assert versions == [MODERN, "2026-01-01", "2026-01-01"]
 
 
@@ -403,7 +522,10 @@ def test_ctrl_c_between_rounds_stops_the_input_handler_sends_nothing_and_propaga
 
     previous = signal.signal(signal.SIGINT, signal.default_int_handler)  # as in a terminal
     try:
-        with FakeServer(ModernFake(user.ask)) as fake, connect(fake, elicitation_handler=user) as client:
+        with (
+            FakeServer(ModernFake(user.ask)) as fake,
+            connect(fake, elicitation_handler=user) as client,
+        ):
             helper = threading.Thread(target=interrupt_when_asked)
             helper.start()
             try:

@@ -5,22 +5,32 @@ state-only rounds, cancellation and timeouts during a round and between rounds."
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from types import SimpleNamespace
-from typing import Any, Callable, Iterator
+from typing import Any
 
 import pytest
-
 from support.endpoints import RawPeer
 from support.waiting import WAIT
+
 from mcp_sync.cancel import CancelToken
 from mcp_sync.endpoint import Endpoint
 from mcp_sync.errors import Cancelled, McpError, PeerMisbehaved, RequestTimeout
 from mcp_sync.input_driver import InputRoundsCall
-from mcp_sync.result_kinds import Complete, InputRequest, InputRequired, classify_result, retry_params
+from mcp_sync.result_kinds import (
+    Complete,
+    InputRequest,
+    InputRequired,
+    classify_result,
+    retry_params,
+)
 from mcp_sync.transports.memory import memory_pair
 
-ELICIT = {"method": "elicitation/create", "params": {"message": "Your name?", "requestedSchema": {"type": "object"}}}
+ELICIT = {
+    "method": "elicitation/create",
+    "params": {"message": "Your name?", "requestedSchema": {"type": "object"}},
+}
 FINAL = {"content": [{"type": "text", "text": "done"}], "resultType": "complete"}
 
 
@@ -30,7 +40,9 @@ class Answers:
     def __init__(self, reply: Callable[[InputRequest, CancelToken], Any] | None = None) -> None:
         self.asked: list[InputRequest] = []
         self.tokens: list[CancelToken] = []
-        self.reply = reply or (lambda request, _token: {"action": "accept", "content": {"name": "Ada"}})
+        self.reply = reply or (
+            lambda request, _token: {"action": "accept", "content": {"name": "Ada"}}
+        )
 
     def __call__(self, request: InputRequest, token: CancelToken) -> Any:
         self.asked.append(request)
@@ -60,7 +72,11 @@ def start(
     **options: Any,
 ) -> InputRoundsCall:
     endpoint: Endpoint = env.endpoint
-    kwargs = {k: options.pop(k) for k in ("max_rounds", "tasks_declared", "backoff", "resend_after") if k in options}
+    kwargs = {
+        k: options.pop(k)
+        for k in ("max_rounds", "tasks_declared", "backoff", "resend_after")
+        if k in options
+    }
     call = InputRoundsCall(
         endpoint,
         method,
@@ -91,7 +107,10 @@ def assert_silent(peer: RawPeer, endpoint: Endpoint) -> None:
 # -- classification (sans-IO) --------------------------------------------------------------------
 def test_a_result_without_result_type_is_complete():
     assert classify_result("tools/call", {"content": []}) == Complete({"content": []})
-    assert classify_result("tools/list", {"tools": [], "resultType": "complete"}).result == {"tools": [], "resultType": "complete"}
+    assert classify_result("tools/list", {"tools": [], "resultType": "complete"}).result == {
+        "tools": [],
+        "resultType": "complete",
+    }
 
 
 @pytest.mark.parametrize("kind", ["later", "", 3])
@@ -121,7 +140,10 @@ def test_input_required_only_for_the_three_methods():
         ({"inputRequests": []}, "not an object"),
         ({"inputRequests": {"a": {"params": {}}}}, "without a method"),
         ({"inputRequests": {"a": {"method": "tools/call"}}}, "not an input request"),
-        ({"inputRequests": {"a": {"method": "roots/list", "params": 3}}}, "params that are not an object"),
+        (
+            {"inputRequests": {"a": {"method": "roots/list", "params": 3}}},
+            "params that are not an object",
+        ),
         ({"requestState": 7}, "not a string"),
     ],
 )
@@ -132,9 +154,15 @@ def test_a_malformed_input_required_is_refused(body, problem):
 
 def test_retry_params_keep_the_original_and_add_responses_and_the_state():
     original = {"name": "ask", "arguments": {"q": 1}, "_meta": {"progressToken": 3}}
-    assert retry_params(original, {"k": {"roots": []}}, "v1.x") == {**original, "inputResponses": {"k": {"roots": []}}, "requestState": "v1.x"}
+    assert retry_params(original, {"k": {"roots": []}}, "v1.x") == {
+        **original,
+        "inputResponses": {"k": {"roots": []}},
+        "requestState": "v1.x",
+    }
     assert retry_params(original, {}, None) == original
-    again = retry_params({**original, "inputResponses": {"old": {}}, "requestState": "old"}, {}, "new")
+    again = retry_params(
+        {**original, "inputResponses": {"old": {}}, "requestState": "old"}, {}, "new"
+    )
     assert again == {**original, "requestState": "new"}
 
 
@@ -151,7 +179,9 @@ def test_a_complete_result_ends_the_call_after_one_round():
 
 def test_an_input_round_retries_with_a_new_id_the_answers_and_the_exact_state():
     answers = Answers()
-    state = "v1.eyJzdGVwIjoiYXNrZWQifQ==.\u00e9 sig"  # non-ASCII, padding, spaces: echoed byte-exact
+    state = (
+        "v1.eyJzdGVwIjoiYXNrZWQifQ==.\u00e9 sig"  # non-ASCII, padding, spaces: echoed byte-exact
+    )
     with driver_peer() as env:
         call = start(env, answers)
         first = env.peer.recv()
@@ -168,7 +198,9 @@ def test_an_input_round_retries_with_a_new_id_the_answers_and_the_exact_state():
         assert call.request_id == retry["id"]
         reply(env.peer, retry, FINAL)
         assert call.result(WAIT) == FINAL
-        assert [(a.key, a.method, a.params) for a in answers.asked] == [("name", ELICIT["method"], ELICIT["params"])]
+        assert [(a.key, a.method, a.params) for a in answers.asked] == [
+            ("name", ELICIT["method"], ELICIT["params"])
+        ]
         assert call.rounds == 1
         assert_silent(env.peer, env.endpoint)
 
@@ -180,9 +212,14 @@ def test_several_input_requests_are_all_answered_under_their_keys():
     with driver_peer() as env:
         call = start(env, answers, method="prompts/get", params={"name": "p"})
         first = env.peer.recv()
-        reply(env.peer, first, input_required(inputRequests={"r": roots, "s": sampling, "e": ELICIT}))
+        reply(
+            env.peer, first, input_required(inputRequests={"r": roots, "s": sampling, "e": ELICIT})
+        )
         retry = env.peer.recv()
-        assert retry["params"] == {"name": "p", "inputResponses": {"r": {"for": "r"}, "s": {"for": "s"}, "e": {"for": "e"}}}
+        assert retry["params"] == {
+            "name": "p",
+            "inputResponses": {"r": {"for": "r"}, "s": {"for": "s"}, "e": {"for": "e"}},
+        }
         assert "requestState" not in retry["params"]  # none was sent: none is echoed
         reply(env.peer, retry, {"messages": []})
         assert call.result(WAIT) == {"messages": []}
@@ -191,7 +228,9 @@ def test_several_input_requests_are_all_answered_under_their_keys():
 def test_a_state_only_round_is_retried_with_the_state_alone():
     answers = Answers()
     with driver_peer() as env:
-        call = start(env, answers, method="resources/read", params={"uri": "x://1"}, backoff=(0.001, 0.002))
+        call = start(
+            env, answers, method="resources/read", params={"uri": "x://1"}, backoff=(0.001, 0.002)
+        )
         first = env.peer.recv()
         reply(env.peer, first, input_required(requestState="busy-1"))
         second = env.peer.recv()
@@ -225,7 +264,13 @@ def test_an_error_in_a_round_fails_the_call():
         first = env.peer.recv()
         reply(env.peer, first, input_required(inputRequests={"name": ELICIT}))
         retry = env.peer.recv()
-        env.peer.send({"jsonrpc": "2.0", "id": retry["id"], "error": {"code": -32602, "message": "Invalid or expired requestState"}})
+        env.peer.send(
+            {
+                "jsonrpc": "2.0",
+                "id": retry["id"],
+                "error": {"code": -32602, "message": "Invalid or expired requestState"},
+            }
+        )
         with pytest.raises(McpError) as caught:
             call.result(WAIT)
         assert caught.value.code == -32602
@@ -259,7 +304,11 @@ def test_cancelling_during_a_round_cancels_that_round_on_the_wire():
         retry = env.peer.recv()
         assert call.cancel("user pressed stop") is True
         cancel = env.peer.recv()
-        assert cancel == {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": retry["id"], "reason": "user pressed stop"}}
+        assert cancel == {
+            "jsonrpc": "2.0",
+            "method": "notifications/cancelled",
+            "params": {"requestId": retry["id"], "reason": "user pressed stop"},
+        }
         with pytest.raises(Cancelled, match="user pressed stop"):
             call.result(WAIT)
         reply(env.peer, retry, FINAL)  # a late answer is dropped
@@ -285,7 +334,11 @@ def test_cancelling_between_rounds_stops_the_input_handler_and_sends_nothing():
     answers, started, stopped = blocking_answers()
     with driver_peer() as env:
         call = start(env, answers)
-        reply(env.peer, env.peer.recv(), input_required(inputRequests={"name": ELICIT}, requestState="s"))
+        reply(
+            env.peer,
+            env.peer.recv(),
+            input_required(inputRequests={"name": ELICIT}, requestState="s"),
+        )
         assert started.wait(WAIT)
         assert call.cancel("never mind") is True
         assert stopped.wait(WAIT)
@@ -324,7 +377,7 @@ def test_the_timeout_between_rounds_stops_the_input_handler_and_sends_nothing():
         call = start(env, answers, timeout=1.5)  # ample for the first answer to arrive first
         reply(env.peer, env.peer.recv(), input_required(inputRequests={"name": ELICIT}))
         assert started.wait(WAIT)
-        with pytest.raises(RequestTimeout, match="timed out after 1.5 s"):
+        with pytest.raises(RequestTimeout, match=r"timed out after 1\.5 s"):
             call.result(WAIT)
         assert stopped.wait(WAIT)
         assert_silent(env.peer, env.endpoint)
@@ -355,12 +408,27 @@ def test_progress_of_every_round_reaches_the_caller():
     with driver_peer() as env:
         call = start(env, Answers(), on_progress=on_progress)
         first = env.peer.recv()
-        env.peer.send({"jsonrpc": "2.0", "method": "notifications/progress", "params": {"progressToken": first["params"]["_meta"]["progressToken"], "progress": 1}})
+        env.peer.send(
+            {
+                "jsonrpc": "2.0",
+                "method": "notifications/progress",
+                "params": {
+                    "progressToken": first["params"]["_meta"]["progressToken"],
+                    "progress": 1,
+                },
+            }
+        )
         reply(env.peer, first, input_required(inputRequests={"name": ELICIT}))
         retry = env.peer.recv()
         token = retry["params"]["_meta"]["progressToken"]
         assert token != first["params"]["_meta"]["progressToken"]
-        env.peer.send({"jsonrpc": "2.0", "method": "notifications/progress", "params": {"progressToken": token, "progress": 2}})
+        env.peer.send(
+            {
+                "jsonrpc": "2.0",
+                "method": "notifications/progress",
+                "params": {"progressToken": token, "progress": 2},
+            }
+        )
         assert progressed.wait(WAIT)
         reply(env.peer, retry, FINAL)
         assert call.result(WAIT) == FINAL
@@ -377,7 +445,11 @@ def test_a_refused_round_is_sent_again_once_when_the_client_says_so():
 
     with driver_peer() as env:
         call = start(env, Answers(), resend_after=resend_after)
-        unsupported = {"code": -32022, "message": "Unsupported protocol version", "data": {"supported": ["2026-07-28"]}}
+        unsupported = {
+            "code": -32022,
+            "message": "Unsupported protocol version",
+            "data": {"supported": ["2026-07-28"]},
+        }
         for _ in range(2):
             request = env.peer.recv()
             assert request["params"] == {"name": "ask", "arguments": {"q": 1}}

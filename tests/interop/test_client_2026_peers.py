@@ -13,24 +13,27 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-from mcp_sync import Client, Context
-from mcp_sync.errors import Cancelled, RequestTimeout, ServerExited
-from mcp_sync.lifecycle import Era
-from mcp_sync.transports.subprocess import SubprocessTransport
 from support.messages import with_method
 from support.paths import PYTHON
 from support.processes import user_env
 from support.recording import RecordingTransport
 from support.waiting import wait_until
-
 from test_peers_2026 import OFFICIAL_SERVER_2026, ts_server_2026
+
+from mcp_sync import Client, Context
+from mcp_sync.errors import Cancelled, RequestTimeout, ServerExited
+from mcp_sync.lifecycle import Era
+from mcp_sync.transports.subprocess import SubprocessTransport
 
 pytestmark = pytest.mark.interop
 
 LIMIT = 60.0
 MODERN = "2026-07-28"
-ENVELOPE = ("io.modelcontextprotocol/protocolVersion", "io.modelcontextprotocol/clientCapabilities", "io.modelcontextprotocol/clientInfo")
+ENVELOPE = (
+    "io.modelcontextprotocol/protocolVersion",
+    "io.modelcontextprotocol/clientCapabilities",
+    "io.modelcontextprotocol/clientInfo",
+)
 
 
 def text_of(result: Any) -> str:
@@ -45,7 +48,11 @@ class Markers:
         path.write_text("")
 
     def wait(self, marker: str) -> None:
-        wait_until(lambda: marker in self.path.read_text(), f"the server to write {marker!r}", timeout=LIMIT)
+        wait_until(
+            lambda: marker in self.path.read_text(),
+            f"the server to write {marker!r}",
+            timeout=LIMIT,
+        )
 
     def __contains__(self, marker: str) -> bool:
         return marker in self.path.read_text()
@@ -77,15 +84,25 @@ def assert_spoke_2026(wire: RecordingTransport) -> None:
         assert [meta.get(key) is not None for key in ENVELOPE] == [True] * 3, message
         assert meta[ENVELOPE[0]] == MODERN
         assert meta[ENVELOPE[1]] == {"elicitation": {"form": {}, "url": {}}}
-    assert not with_method(wire.sent, "initialize") and not with_method(wire.sent, "notifications/initialized")
+    assert not with_method(wire.sent, "initialize") and not with_method(
+        wire.sent, "notifications/initialized"
+    )
     answers = [m for m in wire.received if isinstance(m, dict) and "result" in m]
     assert answers and all("resultType" in m["result"] for m in answers)
 
 
-def test_our_client_speaks_2026_with_real_servers_including_an_input_round_and_a_cancel(modern_server, tmp_path):
+def test_our_client_speaks_2026_with_real_servers_including_an_input_round_and_a_cancel(
+    modern_server, tmp_path
+):
     markers = Markers(tmp_path / "events")
     wire = spawn(modern_server, markers)
-    with Client.connect(wire, elicitation_handler=elicit_ada, init_timeout=LIMIT, discover_timeout=LIMIT, default_timeout=LIMIT) as client:
+    with Client.connect(
+        wire,
+        elicitation_handler=elicit_ada,
+        init_timeout=LIMIT,
+        discover_timeout=LIMIT,
+        default_timeout=LIMIT,
+    ) as client:
         assert (client.era, client.protocol_version) == (Era.MODERN, MODERN)
         assert client.server_info.name in ("official-peer-2026", "ts-v2-peer-2026")
         assert {"echo", "slow", "ask_name"} <= {tool.name for tool in client.list_tools()}
@@ -104,8 +121,12 @@ def test_our_client_speaks_2026_with_real_servers_including_an_input_round_and_a
     (interim,) = [m for m in wire.received if m.get("id") == asks[0]["id"]]
     assert interim["result"]["resultType"] == "input_required"
     assert asks[1]["params"]["requestState"] == interim["result"]["requestState"]  # byte-exact
-    assert asks[1]["params"]["inputResponses"] == {"name": {"action": "accept", "content": {"name": "Ada"}}}
-    (slow_call,) = [m for m in with_method(wire.sent, "tools/call") if m["params"]["name"] == "slow"]
+    assert asks[1]["params"]["inputResponses"] == {
+        "name": {"action": "accept", "content": {"name": "Ada"}}
+    }
+    (slow_call,) = [
+        m for m in with_method(wire.sent, "tools/call") if m["params"]["name"] == "slow"
+    ]
     cancels = with_method(wire.sent, "notifications/cancelled")
     assert [c["params"] for c in cancels] == [{"requestId": slow_call["id"], "reason": "enough"}]
     assert [m for m in wire.received if m.get("id") == slow_call["id"]] == []  # never answered
@@ -133,7 +154,9 @@ def test_cancelling_between_rounds_sends_nothing_to_a_2026_server(tmp_path):
         return {"action": "decline"}
 
     wire = spawn(list(OFFICIAL_SERVER_2026))
-    with Client.connect(wire, elicitation_handler=user_never_answers, init_timeout=LIMIT, discover_timeout=LIMIT) as client:
+    with Client.connect(
+        wire, elicitation_handler=user_never_answers, init_timeout=LIMIT, discover_timeout=LIMIT
+    ) as client:
         call = client.call_tool_future("ask_name", {})
         assert asked.wait(LIMIT)
         assert call.cancel("the user closed the dialog")
@@ -171,7 +194,11 @@ def scripted_2025_server(before_initialize: str, starts: Path | None = None) -> 
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="POSIX process handling")
-@pytest.mark.parametrize("command, wait", [(scripted_2025_server("error"), LIMIT), (scripted_2025_server("silent"), 0.5)], ids=["errors", "silent"])
+@pytest.mark.parametrize(
+    "command, wait",
+    [(scripted_2025_server("error"), LIMIT), (scripted_2025_server("silent"), 0.5)],
+    ids=["errors", "silent"],
+)
 def test_a_2025_server_gets_initialize_after_the_probe(command, wait):
     wire = spawn(command)
     with Client.connect(wire, init_timeout=LIMIT, discover_timeout=wait) as client:
@@ -185,7 +212,9 @@ def test_a_2025_server_gets_initialize_after_the_probe(command, wait):
 
 def test_stdio_starts_a_server_that_exits_on_the_probe_again_with_initialize(tmp_path):
     starts = tmp_path / "starts"
-    with Client.stdio(scripted_2025_server("exit", starts), stderr="discard", init_timeout=LIMIT) as client:
+    with Client.stdio(
+        scripted_2025_server("exit", starts), stderr="discard", init_timeout=LIMIT
+    ) as client:
         assert client.era is Era.HANDSHAKE
         assert client.list_tools() == []
     assert starts.read_text().splitlines() == ["start", "start"]
@@ -194,5 +223,10 @@ def test_stdio_starts_a_server_that_exits_on_the_probe_again_with_initialize(tmp
 def test_a_server_that_exits_on_the_probe_fails_a_2026_only_client(tmp_path):
     starts = tmp_path / "starts"
     with pytest.raises(ServerExited, match="status 0"):
-        Client.stdio(scripted_2025_server("exit", starts), stderr="discard", init_timeout=LIMIT, protocol="modern")
+        Client.stdio(
+            scripted_2025_server("exit", starts),
+            stderr="discard",
+            init_timeout=LIMIT,
+            protocol="modern",
+        )
     assert starts.read_text().splitlines() == ["start"]
