@@ -4,6 +4,7 @@ input through the client's own handlers, removed features, stray server requests
 
 from __future__ import annotations
 
+import random
 import threading
 from typing import Any
 
@@ -538,3 +539,75 @@ def test_ctrl_c_between_rounds_stops_the_input_handler_sends_nothing_and_propaga
             assert methods(fake.wire.received)[1:] == ["tools/call", "tools/list"]
     finally:
         signal.signal(signal.SIGINT, previous)
+
+
+def test_random_cancels_of_input_rounds_never_send_a_request_after_the_cancel(fast_switching):
+    """Many calls of two rounds each, cancelled at random moments from other threads: a
+    cancelled call's last request is the only one it may cancel on the wire, and nothing of
+    the call follows its cancellation."""
+
+    def two_rounds(request: Any) -> Any:
+        if "inputResponses" not in request.params:
+            return {
+                "resultType": "input_required",
+                "inputRequests": {"r": {"method": "roots/list"}},
+                "requestState": "s",
+            }
+        return TEXT
+
+    rng = random.Random(2026)
+    with (
+        FakeServer(ModernFake(two_rounds)) as fake,
+        connect(fake, roots=["/r"], max_workers=8) as client,
+    ):
+        calls: list[Any] = []
+        cancelled: set[int] = set()
+        cancellers: list[threading.Thread] = []
+
+        def cancel_after(n: int, jitter: float) -> None:
+            threading.Event().wait(jitter)  # a random moment: during a round, between, or after
+            if calls[n].cancel("random"):
+                cancelled.add(n)
+
+        for n in range(120):
+            calls.append(client.call_tool_future("t", {"n": n}))
+            if rng.random() < 0.7:
+                cancellers.append(
+                    threading.Thread(target=cancel_after, args=(n, rng.random() * 0.004))
+                )
+                cancellers[-1].start()
+        for thread in cancellers:
+            thread.join(WAIT)
+        for call in calls:
+            try:
+                call.result(WAIT * 2)
+            except Cancelled:
+                pass
+        client.list_tools()  # a barrier: what the calls sent has arrived
+        received = list(fake.wire.received)
+    ids_of: dict[int, list[Any]] = {}
+    for message in received:
+        if message.get("method") == "tools/call":
+            ids_of.setdefault(message["params"]["arguments"]["n"], []).append(message["id"])
+    position = {id(m): i for i, m in enumerate(received)}
+    for n, ids in ids_of.items():
+        assert len(ids) <= 2
+        notes = [
+            m
+            for m in with_method(received, "notifications/cancelled")
+            if m["params"]["requestId"] in ids
+        ]
+        assert len(notes) <= 1
+        if notes:
+            assert n in cancelled
+            assert notes[0]["params"]["requestId"] == ids[-1]  # only the round in flight
+            later = [
+                m
+                for m in received
+                if m.get("method") == "tools/call" and m["params"]["arguments"]["n"] == n
+            ]
+            assert all(position[id(m)] < position[id(notes[0])] for m in later)
+        if n in cancelled:
+            assert calls[n].cancelled()
+        else:
+            assert calls[n].result(0).content[0].text == "ok"
