@@ -330,8 +330,10 @@ class Client(Session):
                 :data:`~mcp_sync.http.client_transport.MAX_EVENT_BYTES`).
             max_response_bytes: the largest JSON answer read (default
                 :data:`~mcp_sync.http.client_transport.MAX_RESPONSE_BYTES`).
-            options: for :class:`Client` (and ``init_timeout``); ``protocol`` defaults to
-                ``"legacy"`` here: over Streamable HTTP the client speaks 2025-11-25 for now.
+            options: for :class:`Client` (and ``init_timeout``); ``protocol`` is
+                ``"legacy"`` (or a handshake version) here: over Streamable HTTP the client
+                speaks 2025-11-25 for now, and a protocol that allows only 2026-07-28 or
+                probes for it raises :class:`ValueError`.
 
         Closing the client ends the session with ``DELETE``. A 404 (session ended), 401 or
         403 fails the pending calls with a :class:`~mcp_sync.errors.ConnectionClosed`
@@ -340,7 +342,9 @@ class Client(Session):
         """
         from .http import client_transport as http
 
-        options.setdefault("protocol", "legacy")  # 2026-07-28 over HTTP: not yet
+        protocol = options.setdefault("protocol", "legacy")
+        if parse_protocol(protocol, LATEST_HANDSHAKE_VERSION).modern is not None:
+            raise ValueError(f"protocol={protocol!r}: over Streamable HTTP this client speaks 2025-11-25 only, for now")
         if open_get_stream is None:
             receivers = ("on_notification", "on_log", "roots", "sampling_handler", "elicitation_handler")
             open_get_stream = any(options.get(name) is not None for name in receivers)
