@@ -128,6 +128,7 @@ class InputRoundsCall(PendingCall):
         # progress); otherwise the timeout, like max_total_timeout, bounds the whole call
         limits = [t for t in (None if reset else timeout, max_total) if t is not None]
         self._limit: float | None = min(limits) if limits else None
+        self._limit_is_total = max_total is not None and self._limit == max_total
         self._call_deadline: deadlines.Deadline | None = None
         self._round_options: CallOptions = {
             "timeout": timeout if reset else None,
@@ -258,7 +259,11 @@ class InputRoundsCall(PendingCall):
         self._finish(cancelled=True, reason=token.reason)
 
     def _on_timeout(self) -> None:
-        reason = f"timed out after {self._limit:g} s"
+        reason = (
+            "maximum total timeout reached"
+            if self._limit_is_total
+            else f"timed out after {self._limit:g} s"
+        )
         self._finish(exception=RequestTimeout(f"{self.method}: {reason}"), stop=reason)
 
     def _finish(

@@ -36,6 +36,7 @@ def test_features_round_trip_over_stdio(tmp_path):
         on_notification=notes,
         on_log=logs,
         init_timeout=STDIO_WAIT,
+        protocol="legacy",  # subscriptions, logging/setLevel and nested requests are 2025-11-25's
     ) as client:
         assert (client.server_info.name, client.server_info.version) == ("feature-stdio", "2.0.0")
         caps = client.server_capabilities
@@ -91,7 +92,7 @@ def test_features_round_trip_over_stdio(tmp_path):
 def spawn(**options: Any) -> tuple[Client, RecordingTransport]:
     wire = RecordingTransport(SubprocessTransport([sys.executable, SERVER], env=ENV))
     try:
-        return Client.connect(wire, init_timeout=STDIO_WAIT, **options), wire
+        return Client.connect(wire, init_timeout=STDIO_WAIT, protocol="legacy", **options), wire
     except BaseException:
         wire.close()
         raise

@@ -54,6 +54,9 @@ def _served(server: Server, server_workers: int | None, record_client: bool, cli
     client: Client | None = None
     try:
         client_options.setdefault("init_timeout", WAIT)
+        # the 2025-11-25 session these helpers were written for (server-to-client requests,
+        # ping as a barrier); a test of the 2026-07-28 era passes protocol="auto" or "modern"
+        client_options.setdefault("protocol", "legacy")
         client = Client.connect(client_wire or client_end, **client_options)
         yield client, handle, server_wire, client_wire
     finally:
