@@ -191,7 +191,8 @@ def test_a_callback_that_calls_the_same_peer_while_the_queue_is_full_gets_its_an
 # -- a real stdio server: the pipe fills and the server waits ----------------------------------------
 def _spawn(**options: Any) -> Client:
     return Client.stdio(
-        [sys.executable, str(HOSTILE)], env={"PYTHONPATH": str(ROOT)}, stderr="discard", init_timeout=20, **options
+        [sys.executable, str(HOSTILE)], env={"PYTHONPATH": str(ROOT)}, stderr="discard", init_timeout=20,
+        protocol="legacy", **options  # the flood of notifications/message is a 2025-11-25 session's
     )
 
 

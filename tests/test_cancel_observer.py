@@ -123,7 +123,8 @@ def test_both_observers_over_a_spawned_stdio_server():
 
     roots = BlockingRoots()
     with Client.stdio([sys.executable, "-c", NESTED_SERVER], stderr=on_stderr, roots=roots,
-                      on_cancelled=client_seen, init_timeout=20) as client, contextlib.ExitStack() as stack:
+                      on_cancelled=client_seen, init_timeout=20,
+                      protocol="legacy") as client, contextlib.ExitStack() as stack:  # server-to-client requests
         stack.callback(roots.release.set)  # before close(), which waits for the roots handler
         pending = client.call_tool_future("ask")
         assert roots.asked.wait(WAIT), "the server did not ask for roots"

@@ -30,6 +30,7 @@ pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
 def spawn(markers: Path, **options) -> Client:
     env = {"PYTHONPATH": str(ROOT), "MCP_SYNC_TEST_MARKERS": str(markers)}
     options.setdefault("init_timeout", 20.0)
+    options.setdefault("protocol", "legacy")  # these tests read the 2025-11-25 session (ping, handshake)
     return Client.stdio([sys.executable, str(DEMO)], env=env, stderr="capture", **options)
 
 
@@ -226,7 +227,9 @@ def test_run_rejects_an_unknown_transport_name():
 
 def test_output_of_handlers_on_stdout_goes_to_stderr_and_never_corrupts_the_protocol():
     env = {"PYTHONPATH": str(ROOT)}
-    with Client.stdio([sys.executable, str(PEERS / "chatty_server.py")], env=env, stderr="capture", init_timeout=20.0) as client:
+    with Client.stdio(
+        [sys.executable, str(PEERS / "chatty_server.py")], env=env, stderr="capture", init_timeout=20.0, protocol="legacy"
+    ) as client:
         for text in ("first", "second"):
             assert client.call_tool("chatty", {"text": text}, timeout=WAIT).content[0].text == text
         client.ping(timeout=WAIT)

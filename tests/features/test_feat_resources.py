@@ -258,7 +258,8 @@ class TwoClients:
                 self.handles.append(self.server.serve_in_thread(server_end))
                 notes = Collector()
                 wire = RecordingTransport(client_end)
-                self.clients.append(Client.connect(wire, on_notification=notes, init_timeout=WAIT))
+                # resources/subscribe is 2025-11-25's (2026-07-28 has subscriptions/listen)
+                self.clients.append(Client.connect(wire, on_notification=notes, init_timeout=WAIT, protocol="legacy"))
                 self.notes.append(notes)
                 self.wires.append(wire)
         except BaseException:
