@@ -13,28 +13,7 @@ from mcp_sync.server.bus import InProcessBus
 from mcp_sync.transports import memory_pair
 
 from endpoint_support import WAIT, RawPeer, wait_until
-
-TAG = "io.modelcontextprotocol/subscriptionId"
-ENVELOPE = {
-    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-    "io.modelcontextprotocol/clientCapabilities": {},
-    "io.modelcontextprotocol/clientInfo": {"name": "test", "version": "0"},
-}
-
-
-def make_server(**options: Any) -> Server:
-    server = Server("listen-test", **options)
-
-    @server.tool()
-    def echo(text: str) -> str:
-        return text
-
-    @server.resource("file:///a")
-    def a() -> str:
-        return "a"
-
-    return server
-
+from listen_support import ENVELOPE, TAG, make_server, tools_only_server
 
 @contextmanager
 def connected(server: Server) -> Iterator[tuple[Any, RawPeer]]:
@@ -58,12 +37,7 @@ def cancel(peer: RawPeer, request_id: Any) -> None:
 
 
 def test_acknowledgement_first_with_the_honoured_subset() -> None:
-    server = Server("tools-only")  # tools only: no prompts, no resources
-
-    @server.tool()
-    def echo(text: str) -> str:
-        return text
-
+    server = tools_only_server()
     with connected(server) as (_session, peer):
         listen(peer, "L1", toolsListChanged=True, promptsListChanged=True, resourcesListChanged=True,
                resourceSubscriptions=["file:///x"])
