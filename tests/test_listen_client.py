@@ -15,8 +15,9 @@ from mcp_sync.errors import WaitTimeout
 from mcp_sync.listen import ListenEvent, ListenRouter, listen_params
 from mcp_sync.transports import memory_pair
 
-from endpoint_support import WAIT, Recorder, wait_until
-from listen_support import ENVELOPE, TAG, make_server, routed_endpoint, tools_only_server
+from support.endpoints import Recorder
+from support.waiting import WAIT, wait_until
+from support.listen import ENVELOPE, TAG, make_server, routed_endpoint, tools_only_server
 
 @contextmanager
 def modern_link(server: Server) -> Iterator[SimpleNamespace]:
@@ -82,7 +83,7 @@ def test_close_is_idempotent_and_cancels_only_that_subscription() -> None:
         first.close()
         link.wire.wait_for(lambda ms: any(m.get("method") == "notifications/cancelled" for m in ms), what="the cancel")
         assert [m["params"]["requestId"] for m in link.wire.cancels()] == [first.id]
-        wait_until(lambda: [s.id for s in server.listens.streams()] == [second.id], message="server kept listen 1")
+        wait_until(lambda: [s.id for s in server.listens.streams()] == [second.id], "server kept listen 1")
         assert list(first) == []  # ended: iteration stops at once
         server.notify_list_changed("tools")
         assert second.next(timeout=WAIT).params["_meta"] == {TAG: second.id}

@@ -12,8 +12,9 @@ from mcp_sync import Server
 from mcp_sync.server.bus import InProcessBus
 from mcp_sync.transports import memory_pair
 
-from endpoint_support import WAIT, RawPeer, wait_until
-from listen_support import ENVELOPE, TAG, make_server, tools_only_server
+from support.endpoints import RawPeer
+from support.waiting import WAIT, wait_until
+from support.listen import ENVELOPE, TAG, make_server, tools_only_server
 
 @contextmanager
 def connected(server: Server) -> Iterator[tuple[Any, RawPeer]]:
@@ -77,7 +78,7 @@ def test_cancel_ends_only_that_subscription_and_nothing_more_is_sent_for_it() ->
         acks = [peer.recv(), peer.recv()]
         assert sorted(m["params"]["_meta"][TAG] for m in acks) == [1, 2]
         cancel(peer, 1)
-        wait_until(lambda: [s.id for s in server.listens.streams(session)] == [2], message="listen 1 not ended")
+        wait_until(lambda: [s.id for s in server.listens.streams(session)] == [2], "listen 1 not ended")
         server.notify_list_changed("tools")
         frame = peer.recv()
         assert frame["method"] == "notifications/tools/list_changed"
@@ -147,7 +148,7 @@ def test_bounded_per_connection_and_per_server() -> None:
         listen(p2, 2, toolsListChanged=True)
         assert p2.recv()["error"]["data"] == {"limit": 3, "scope": "server"}
         cancel(p1, 1)
-        wait_until(lambda: len(server.listens.streams()) == 2, message="listen not ended")
+        wait_until(lambda: len(server.listens.streams()) == 2, "listen not ended")
         listen(p2, 3, toolsListChanged=True)
         assert p2.recv()["params"]["_meta"] == {TAG: 3}
 
@@ -198,7 +199,7 @@ def test_no_bus_thread_once_the_last_subscription_ended() -> None:
         listen(peer, 1, toolsListChanged=True)
         peer.recv()
         cancel(peer, 1)
-        wait_until(lambda: not server.listens.streams(), message="listen not ended")
+        wait_until(lambda: not server.listens.streams(), "listen not ended")
         assert not any(t.name.startswith("mcp_sync-bus") for t in threading.enumerate())
         listen(peer, 2, toolsListChanged=True)  # and it comes back for the next one
         assert peer.recv()["params"]["_meta"] == {TAG: 2}
@@ -214,5 +215,5 @@ def test_cancel_in_any_order_leaves_no_stream(when: str) -> None:
         if when == "after the ack":
             peer.recv()
         cancel(peer, 1)
-        wait_until(lambda: not server.listens.streams(), message="listen not ended")
+        wait_until(lambda: not server.listens.streams(), "listen not ended")
         assert session.endpoint.in_flight() == (0, 0)
