@@ -20,9 +20,10 @@ from __future__ import annotations
 import collections
 import concurrent.futures
 import threading
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from typing_extensions import Self
 
@@ -76,7 +77,11 @@ class ListenEvent:
 
 
 def listen_params(
-    *, tools: bool = False, prompts: bool = False, resources_list: bool = False, resources: Sequence[str] = ()
+    *,
+    tools: bool = False,
+    prompts: bool = False,
+    resources_list: bool = False,
+    resources: Sequence[str] = (),
 ) -> dict[str, Any]:
     """The params of a listen request (before its envelope): the ``notifications`` filter."""
     if isinstance(resources, str):
@@ -245,7 +250,10 @@ class Subscription:
         return self
 
     def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
     ) -> None:
         self.close()
 
@@ -285,7 +293,12 @@ class ListenRouter:
             ConnectionClosed: the connection ended first.
         """
         notifications = params.get("notifications")
-        sub = Subscription(self, dict(notifications) if isinstance(notifications, Mapping) else {}, on_notification, max_pending)
+        sub = Subscription(
+            self,
+            dict(notifications) if isinstance(notifications, Mapping) else {},
+            on_notification,
+            max_pending,
+        )
         with self._lock:
             call = self._endpoint.submit(LISTEN_METHOD, params, timeout=None)
             sub._call = call
@@ -333,7 +346,11 @@ class ListenRouter:
         return True
 
     def _lookup(self, key: Any) -> Subscription | None:
-        sub = self._open.get(key) if isinstance(key, (int, str)) and not isinstance(key, bool) else None
+        sub = (
+            self._open.get(key)
+            if isinstance(key, (int, str)) and not isinstance(key, bool)
+            else None
+        )
         if sub is None and isinstance(key, str) and key.isdigit():  # a peer echoing "7" for 7
             sub = self._open.get(int(key))
         return sub

@@ -4,20 +4,21 @@ from __future__ import annotations
 
 import queue
 import threading
+from collections.abc import Iterator
 from contextlib import contextmanager
 from types import SimpleNamespace
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
+from support.endpoints import Recorder
+from support.listen import ENVELOPE, TAG, make_server, routed_endpoint, tools_only_server
+from support.waiting import WAIT, wait_until
 
 from mcp_sync import CapabilityError, Client, ConnectionClosed, McpError, RequestTimeout, Server
 from mcp_sync.errors import WaitTimeout
 from mcp_sync.listen import ListenEvent, ListenRouter, listen_params
 from mcp_sync.transports import memory_pair
 
-from support.endpoints import Recorder
-from support.waiting import WAIT, wait_until
-from support.listen import ENVELOPE, TAG, make_server, routed_endpoint, tools_only_server
 
 @contextmanager
 def modern_link(server: Server) -> Iterator[SimpleNamespace]:
@@ -44,7 +45,11 @@ def test_listen_returns_once_acknowledged_with_the_honoured_subset() -> None:
     with modern_link(server) as link:
         sub = open_listen(link.router, tools=True, prompts=True, resources=["file:///x"])
         assert sub.active
-        assert sub.requested == {"toolsListChanged": True, "promptsListChanged": True, "resourceSubscriptions": ["file:///x"]}
+        assert sub.requested == {
+            "toolsListChanged": True,
+            "promptsListChanged": True,
+            "resourceSubscriptions": ["file:///x"],
+        }
         assert sub.acknowledged == {"toolsListChanged": True}
         sent = [m for m in link.wire.messages() if m.get("method") == "subscriptions/listen"]
         assert [m["id"] for m in sent] == [sub.id]
@@ -64,7 +69,10 @@ def test_two_subscriptions_are_demultiplexed_by_subscription_id() -> None:
         assert event.params["_meta"] == {TAG: tools.id}
         update = received.get(timeout=WAIT)
         assert (update.method, update.uri, update.params["_meta"]) == (
-            "notifications/resources/updated", "file:///a", {TAG: resources.id})
+            "notifications/resources/updated",
+            "file:///a",
+            {TAG: resources.id},
+        )
         with pytest.raises(WaitTimeout):
             tools.next(timeout=0)
         assert received.empty()
@@ -81,9 +89,14 @@ def test_close_is_idempotent_and_cancels_only_that_subscription() -> None:
         second = open_listen(link.router, tools=True)
         first.close()
         first.close()
-        link.wire.wait_for(lambda ms: any(m.get("method") == "notifications/cancelled" for m in ms), what="the cancel")
+        link.wire.wait_for(
+            lambda ms: any(m.get("method") == "notifications/cancelled" for m in ms),
+            what="the cancel",
+        )
         assert [m["params"]["requestId"] for m in link.wire.cancels()] == [first.id]
-        wait_until(lambda: [s.id for s in server.listens.streams()] == [second.id], "server kept listen 1")
+        wait_until(
+            lambda: [s.id for s in server.listens.streams()] == [second.id], "server kept listen 1"
+        )
         assert list(first) == []  # ended: iteration stops at once
         server.notify_list_changed("tools")
         assert second.next(timeout=WAIT).params["_meta"] == {TAG: second.id}
@@ -157,7 +170,7 @@ def test_client_listen_at_2025_names_the_era() -> None:
     handle = server.serve_in_thread(b)
     try:
         with Client.connect(a) as client:
-            with pytest.raises(CapabilityError, match="2026-07-28.*2025-11-25"):
+            with pytest.raises(CapabilityError, match=r"2026-07-28.*2025-11-25"):
                 client.listen(tools=True)
             assert not any(s for s in server.listens.streams())
     finally:
@@ -167,4 +180,6 @@ def test_client_listen_at_2025_names_the_era() -> None:
 def test_listen_params_reject_one_string_for_resources() -> None:
     with pytest.raises(TypeError):
         listen_params(resources="file:///a")
-    assert listen_params(resources=["u", "u", "v"]) == {"notifications": {"resourceSubscriptions": ["u", "v"]}}
+    assert listen_params(resources=["u", "u", "v"]) == {
+        "notifications": {"resourceSubscriptions": ["u", "v"]}
+    }

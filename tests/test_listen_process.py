@@ -8,13 +8,12 @@ import signal
 import sys
 
 import pytest
+from support.listen import ENVELOPE, TAG, routed_endpoint
+from support.paths import PEERS
+from support.waiting import WAIT
 
 from mcp_sync import SubprocessTransport
 from mcp_sync.listen import listen_params
-
-from support.paths import PEERS
-from support.waiting import WAIT
-from support.listen import ENVELOPE, TAG, routed_endpoint
 
 SCRIPT = PEERS / "listen_server.py"
 
@@ -54,18 +53,25 @@ def test_listen_over_stdio_end_to_end() -> None:
     try:
         stderr.wait_for("READY")
         tools = router.open({**listen_params(tools=True), "_meta": ENVELOPE}, ack_timeout=WAIT)
-        res = router.open({**listen_params(resources=["file:///a"]), "_meta": ENVELOPE}, ack_timeout=WAIT)
+        res = router.open(
+            {**listen_params(resources=["file:///a"]), "_meta": ENVELOPE}, ack_timeout=WAIT
+        )
         assert tools.acknowledged == {"toolsListChanged": True}
         assert res.acknowledged == {"resourceSubscriptions": ["file:///a"]}
 
         transport._signal(signal.SIGUSR1)
         event = tools.next(timeout=WAIT)
-        assert event.method == "notifications/tools/list_changed" and event.params["_meta"] == {TAG: tools.id}
+        assert event.method == "notifications/tools/list_changed" and event.params["_meta"] == {
+            TAG: tools.id
+        }
         base_threads, listens = threads_in(stderr.wait_for("CHANGED 1"))
         assert listens == 2
 
         # ten more subscriptions cost the server no thread
-        more = [router.open({**listen_params(tools=True), "_meta": ENVELOPE}, ack_timeout=WAIT) for _ in range(10)]
+        more = [
+            router.open({**listen_params(tools=True), "_meta": ENVELOPE}, ack_timeout=WAIT)
+            for _ in range(10)
+        ]
         transport._signal(signal.SIGUSR2)
         update = res.next(timeout=WAIT)
         assert (update.uri, update.params["_meta"]) == ("file:///a", {TAG: res.id})

@@ -3,18 +3,19 @@
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
+from support.endpoints import RawPeer
+from support.listen import ENVELOPE, TAG, make_server, tools_only_server
+from support.waiting import WAIT, wait_until
 
 from mcp_sync import Server
 from mcp_sync.server.bus import InProcessBus
 from mcp_sync.transports import memory_pair
 
-from support.endpoints import RawPeer
-from support.waiting import WAIT, wait_until
-from support.listen import ENVELOPE, TAG, make_server, tools_only_server
 
 @contextmanager
 def connected(server: Server) -> Iterator[tuple[Any, RawPeer]]:
@@ -29,19 +30,33 @@ def connected(server: Server) -> Iterator[tuple[Any, RawPeer]]:
 
 
 def listen(peer: RawPeer, request_id: Any, **wanted: Any) -> None:
-    peer.send({"jsonrpc": "2.0", "id": request_id, "method": "subscriptions/listen",
-               "params": {"_meta": ENVELOPE, "notifications": wanted}})
+    peer.send(
+        {
+            "jsonrpc": "2.0",
+            "id": request_id,
+            "method": "subscriptions/listen",
+            "params": {"_meta": ENVELOPE, "notifications": wanted},
+        }
+    )
 
 
 def cancel(peer: RawPeer, request_id: Any) -> None:
-    peer.send({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": request_id}})
+    peer.send(
+        {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": request_id}}
+    )
 
 
 def test_acknowledgement_first_with_the_honoured_subset() -> None:
     server = tools_only_server()
     with connected(server) as (_session, peer):
-        listen(peer, "L1", toolsListChanged=True, promptsListChanged=True, resourcesListChanged=True,
-               resourceSubscriptions=["file:///x"])
+        listen(
+            peer,
+            "L1",
+            toolsListChanged=True,
+            promptsListChanged=True,
+            resourcesListChanged=True,
+            resourceSubscriptions=["file:///x"],
+        )
         ack = peer.recv()
         assert ack == {
             "jsonrpc": "2.0",
@@ -55,19 +70,27 @@ def test_frames_are_tagged_and_only_what_was_asked_for() -> None:
     with connected(server) as (_session, peer):
         listen(peer, 7, toolsListChanged=True, resourceSubscriptions=["file:///a"])
         ack = peer.recv()
-        assert ack["params"] == {"notifications": {"toolsListChanged": True, "resourceSubscriptions": ["file:///a"]},
-                                 "_meta": {TAG: 7}}
+        assert ack["params"] == {
+            "notifications": {"toolsListChanged": True, "resourceSubscriptions": ["file:///a"]},
+            "_meta": {TAG: 7},
+        }
         # changes it did not ask for come first: the bus delivers in order, so the next
         # frame proves they were not sent
         server.notify_list_changed("prompts")
         server.notify_resource_updated("file:///other")
         server.notify_resource_updated("file:///a")
-        assert peer.recv() == {"jsonrpc": "2.0", "method": "notifications/resources/updated",
-                               "params": {"uri": "file:///a", "_meta": {TAG: 7}}}
+        assert peer.recv() == {
+            "jsonrpc": "2.0",
+            "method": "notifications/resources/updated",
+            "params": {"uri": "file:///a", "_meta": {TAG: 7}},
+        }
         server.notify_list_changed("resources")
         server.add_tool(lambda: "x", name="later")
-        assert peer.recv() == {"jsonrpc": "2.0", "method": "notifications/tools/list_changed",
-                               "params": {"_meta": {TAG: 7}}}
+        assert peer.recv() == {
+            "jsonrpc": "2.0",
+            "method": "notifications/tools/list_changed",
+            "params": {"_meta": {TAG: 7}},
+        }
 
 
 def test_cancel_ends_only_that_subscription_and_nothing_more_is_sent_for_it() -> None:
@@ -78,14 +101,18 @@ def test_cancel_ends_only_that_subscription_and_nothing_more_is_sent_for_it() ->
         acks = [peer.recv(), peer.recv()]
         assert sorted(m["params"]["_meta"][TAG] for m in acks) == [1, 2]
         cancel(peer, 1)
-        wait_until(lambda: [s.id for s in server.listens.streams(session)] == [2], "listen 1 not ended")
+        wait_until(
+            lambda: [s.id for s in server.listens.streams(session)] == [2], "listen 1 not ended"
+        )
         server.notify_list_changed("tools")
         frame = peer.recv()
         assert frame["method"] == "notifications/tools/list_changed"
         assert frame["params"]["_meta"] == {TAG: 2}
         session.close(grace=WAIT)
         rest = peer.drain()
-    assert rest == [{"jsonrpc": "2.0", "id": 2, "result": {"resultType": "complete", "_meta": {TAG: 2}}}]
+    assert rest == [
+        {"jsonrpc": "2.0", "id": 2, "result": {"resultType": "complete", "_meta": {TAG: 2}}}
+    ]
 
 
 def test_two_subscriptions_receive_their_own_kinds() -> None:
@@ -97,8 +124,14 @@ def test_two_subscriptions_receive_their_own_kinds() -> None:
         server.notify_resource_updated("file:///a")
         server.notify_list_changed("tools")
         first, second = peer.recv(), peer.recv()
-        assert (first["method"], first["params"]["_meta"][TAG]) == ("notifications/resources/updated", "res")
-        assert (second["method"], second["params"]["_meta"][TAG]) == ("notifications/tools/list_changed", "tools")
+        assert (first["method"], first["params"]["_meta"][TAG]) == (
+            "notifications/resources/updated",
+            "res",
+        )
+        assert (second["method"], second["params"]["_meta"][TAG]) == (
+            "notifications/tools/list_changed",
+            "tools",
+        )
 
 
 def test_an_open_subscription_holds_no_thread() -> None:
@@ -155,7 +188,14 @@ def test_bounded_per_connection_and_per_server() -> None:
 
 def test_malformed_filter_is_invalid_params() -> None:
     with connected(make_server()) as (_session, peer):
-        peer.send({"jsonrpc": "2.0", "id": 1, "method": "subscriptions/listen", "params": {"_meta": ENVELOPE}})
+        peer.send(
+            {
+                "jsonrpc": "2.0",
+                "id": 1,
+                "method": "subscriptions/listen",
+                "params": {"_meta": ENVELOPE},
+            }
+        )
         assert peer.recv()["error"]["code"] == -32602
         listen(peer, 2, toolsListChanged="yes")
         assert peer.recv()["error"]["code"] == -32602
@@ -164,17 +204,45 @@ def test_malformed_filter_is_invalid_params() -> None:
 def test_a_2025_session_has_no_listen_and_keeps_resources_subscribe() -> None:
     server = make_server()
     with connected(server) as (_session, peer):
-        peer.send({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-            "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}})
+        peer.send(
+            {
+                "jsonrpc": "2.0",
+                "id": 1,
+                "method": "initialize",
+                "params": {
+                    "protocolVersion": "2025-11-25",
+                    "capabilities": {},
+                    "clientInfo": {"name": "t", "version": "0"},
+                },
+            }
+        )
         assert peer.recv()["result"]["protocolVersion"] == "2025-11-25"
         peer.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
-        peer.send({"jsonrpc": "2.0", "id": 2, "method": "subscriptions/listen", "params": {"notifications": {"toolsListChanged": True}}})
+        peer.send(
+            {
+                "jsonrpc": "2.0",
+                "id": 2,
+                "method": "subscriptions/listen",
+                "params": {"notifications": {"toolsListChanged": True}},
+            }
+        )
         refused = peer.recv()
         assert refused["error"]["code"] == -32601 and "2026-07-28" in refused["error"]["message"]
-        peer.send({"jsonrpc": "2.0", "id": 3, "method": "resources/subscribe", "params": {"uri": "file:///a"}})
+        peer.send(
+            {
+                "jsonrpc": "2.0",
+                "id": 3,
+                "method": "resources/subscribe",
+                "params": {"uri": "file:///a"},
+            }
+        )
         assert peer.recv() == {"jsonrpc": "2.0", "id": 3, "result": {}}
         server.notify_resource_updated("file:///a")
-        assert peer.recv() == {"jsonrpc": "2.0", "method": "notifications/resources/updated", "params": {"uri": "file:///a"}}
+        assert peer.recv() == {
+            "jsonrpc": "2.0",
+            "method": "notifications/resources/updated",
+            "params": {"uri": "file:///a"},
+        }
         server.notify_list_changed("tools")
         assert peer.recv() == {"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}
 
@@ -195,7 +263,7 @@ def test_a_change_raised_by_another_server_on_the_same_bus_reaches_the_listener(
 
 def test_no_bus_thread_once_the_last_subscription_ended() -> None:
     server = make_server()
-    with connected(server) as (session, peer):
+    with connected(server) as (_session, peer):
         listen(peer, 1, toolsListChanged=True)
         peer.recv()
         cancel(peer, 1)

@@ -39,8 +39,9 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import TYPE_CHECKING, Any
 
 from ..cancel import CancelToken
 from ..endpoint import ANSWER_LATER
@@ -103,12 +104,16 @@ class ListenFilter:
         """Read a ``SubscriptionFilter``; :class:`~mcp_sync.errors.McpError` (-32602) when it
         is malformed. Unknown members are ignored (extensions may add some)."""
         if not isinstance(value, Mapping):
-            raise McpError(INVALID_PARAMS, "subscriptions/listen: params.notifications must be an object")
+            raise McpError(
+                INVALID_PARAMS, "subscriptions/listen: params.notifications must be an object"
+            )
         lists = set()
         for kind, flag in _LIST_FLAGS.items():
             wanted = value.get(flag)
             if wanted is not None and not isinstance(wanted, bool):
-                raise McpError(INVALID_PARAMS, f"subscriptions/listen: notifications.{flag} must be a boolean")
+                raise McpError(
+                    INVALID_PARAMS, f"subscriptions/listen: notifications.{flag} must be a boolean"
+                )
             if wanted:
                 lists.add(kind)
         uris = value.get("resourceSubscriptions")
@@ -116,14 +121,17 @@ class ListenFilter:
             uris = []
         if not isinstance(uris, list) or not all(isinstance(u, str) for u in uris):
             raise McpError(
-                INVALID_PARAMS, "subscriptions/listen: notifications.resourceSubscriptions must be an array of strings"
+                INVALID_PARAMS,
+                "subscriptions/listen: notifications.resourceSubscriptions must be an array of strings",
             )
         return cls(frozenset(lists), tuple(dict.fromkeys(uris)))
 
     def honoured(self, capabilities: Mapping[str, Any]) -> ListenFilter:
         """The subset a server with these ``capabilities`` can deliver."""
         lists = frozenset(
-            kind for kind in self.lists if isinstance(capabilities.get(kind), Mapping) and capabilities[kind].get("listChanged")
+            kind
+            for kind in self.lists
+            if isinstance(capabilities.get(kind), Mapping) and capabilities[kind].get("listChanged")
         )
         resources = capabilities.get("resources")
         subscribable = isinstance(resources, Mapping) and bool(resources.get("subscribe"))
@@ -131,7 +139,9 @@ class ListenFilter:
 
     def to_wire(self) -> dict[str, Any]:
         """The ``SubscriptionFilter`` object (only what is asked for)."""
-        wire: dict[str, Any] = {flag: True for kind, flag in _LIST_FLAGS.items() if kind in self.lists}
+        wire: dict[str, Any] = {
+            flag: True for kind, flag in _LIST_FLAGS.items() if kind in self.lists
+        }
         if self.resource_uris:
             wire["resourceSubscriptions"] = list(self.resource_uris)
         return wire
@@ -166,7 +176,13 @@ class ListenStream:
         filter: what the server agreed to deliver (the acknowledged subset).
     """
 
-    def __init__(self, hub: ListenHub, session: ServerSession, request: InboundRequest, honoured: ListenFilter) -> None:
+    def __init__(
+        self,
+        hub: ListenHub,
+        session: ServerSession,
+        request: InboundRequest,
+        honoured: ListenFilter,
+    ) -> None:
         self._hub = hub
         self.session = session
         self.request = request
@@ -199,7 +215,9 @@ class ListenStream:
 
     def _write(self, method: str, params: dict[str, Any]) -> bool:
         try:
-            self.session.send_notification(method, {**params, "_meta": self._meta()}, related_request=self.request.id)
+            self.session.send_notification(
+                method, {**params, "_meta": self._meta()}, related_request=self.request.id
+            )
         except Exception:
             _log.debug("listen %r: %s not delivered", self.request.id, method, exc_info=True)
             return False
@@ -237,7 +255,9 @@ class ListenStream:
                 try:
                     self.session.endpoint.respond(self.request, result)
                 except Exception:
-                    _log.debug("listen %r: closing result not delivered", self.request.id, exc_info=True)
+                    _log.debug(
+                        "listen %r: closing result not delivered", self.request.id, exc_info=True
+                    )
         self._hub._forget(self)
         return True
 
@@ -292,7 +312,9 @@ class ListenHub:
         with self._lock:
             return [s for s in self._streams.values() if session is None or s.session is session]
 
-    def open(self, session: ServerSession, request: InboundRequest, capabilities: Mapping[str, Any]) -> Any:
+    def open(
+        self, session: ServerSession, request: InboundRequest, capabilities: Mapping[str, Any]
+    ) -> Any:
         """Serve a listen request: acknowledge it and keep it open. Returns
         :data:`~mcp_sync.endpoint.ANSWER_LATER` (the request is answered when the stream ends).
 

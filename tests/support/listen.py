@@ -45,7 +45,9 @@ def tools_only_server() -> Server:
 def routed_endpoint(transport: Any) -> tuple[Endpoint, ListenRouter]:
     """A started client endpoint whose notifications go through a :class:`ListenRouter`."""
     holder: dict[str, ListenRouter] = {}
-    endpoint = Endpoint(transport, notification_handler=lambda n: holder["router"].route(n), name="client")
+    endpoint = Endpoint(
+        transport, notification_handler=lambda n: holder["router"].route(n), name="client"
+    )
     router = holder["router"] = ListenRouter(endpoint)
     endpoint.start()
     return endpoint, router
