@@ -5,11 +5,13 @@ new tool (``notifications/tools/list_changed``), SIGUSR2 updates ``file:///a``
 (``notifications/resources/updated``). After each, one line goes to stderr:
 ``CHANGED <n> threads=<threads other than handler workers> workers=<handler workers>
 listens=<open subscriptions>``. One handler worker serves every request. SIGTERM shuts the
-server down in order (open subscriptions get the closing result).
+server down in order (open subscriptions get the closing result). With ``PEER_EVENTS_FILE``
+set, ``READY <pid>`` is appended to that file at start.
 """
 
 from __future__ import annotations
 
+import os
 import signal
 import sys
 import threading
@@ -61,4 +63,8 @@ if __name__ == "__main__":
     signal.signal(signal.SIGUSR1, add_tool)
     signal.signal(signal.SIGUSR2, update_resource)
     print("READY", file=sys.stderr, flush=True)
+    events = os.environ.get("PEER_EVENTS_FILE")
+    if events:  # for a client that spawns this server itself
+        with open(events, "a", encoding="utf-8") as f:
+            f.write(f"READY {os.getpid()}\n")
     server.run()
