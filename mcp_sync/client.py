@@ -32,7 +32,7 @@ from .context import Context
 from .endpoint import CancelObserver, Endpoint, EndpointStats, PendingCall
 from .errors import CapabilityError, ConnectionClosed, McpError, PeerMisbehaved
 from .jsonrpc import METHOD_NOT_FOUND, Notification, RequestId
-from .lifecycle import LATEST_HANDSHAKE_VERSION, Role, State
+from .lifecycle import LATEST_HANDSHAKE_VERSION, Era, Role, State
 from .listen import DEFAULT_MAX_PENDING, ListenEvent, ListenRouter, Subscription, listen_params
 from .protocol import InboundRequest
 from .results import CLIENT_REQUEST_RESULTS, mcp_models, parser_for
@@ -576,10 +576,14 @@ class Client(Session):
     def _modern_params(self, params: dict[str, Any]) -> dict[str, Any]:
         """``params`` with the 2026-07-28 request envelope; CapabilityError when the
         connection speaks a 2025 revision."""
-        raise CapabilityError(
-            f"subscriptions/listen exists from protocol 2026-07-28 on; this connection speaks "
-            f"{self.protocol_version or 'no protocol yet'} (use subscribe() and on_notification)"
-        )
+        if self.lifecycle.era is not Era.MODERN:
+            raise CapabilityError(
+                f"subscriptions/listen exists from protocol 2026-07-28 on; this connection speaks "
+                f"{self.protocol_version or 'no protocol yet'} (use subscribe() and on_notification)"
+            )
+        with self.lifecycle_lock:
+            envelope = self.lifecycle.envelope(self.capabilities(), self.client_info)
+        return self.lifecycle.stamp(params, envelope)
 
     def _handle_notification(self, notification: Notification) -> None:
         if self._listens.route(notification):

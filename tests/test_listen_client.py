@@ -183,3 +183,38 @@ def test_listen_params_reject_one_string_for_resources() -> None:
     assert listen_params(resources=["u", "u", "v"]) == {
         "notifications": {"resourceSubscriptions": ["u", "v"]}
     }
+
+
+def test_client_listen_at_2026_end_to_end() -> None:
+    server = make_server()
+    a, b = memory_pair()
+    handle = server.serve_in_thread(b)
+    wire = Recorder(a)
+    general: list[str] = []
+    client = Client(wire, on_notification=lambda method, _params: general.append(method))
+    client.endpoint.start()
+    try:
+        with client.lifecycle_lock:  # the era a negotiating client would choose
+            client.lifecycle.choose_modern("2026-07-28")
+        seen: queue.Queue[ListenEvent] = queue.Queue()
+        with (
+            client.listen(tools=True, on_notification=seen.put) as tools,
+            client.listen(resources=["file:///a"]) as res,
+        ):
+            assert tools.acknowledged == {"toolsListChanged": True}
+            server.notify_resource_updated("file:///a")
+            server.notify_list_changed("tools")
+            assert res.next(timeout=WAIT).uri == "file:///a"
+            assert seen.get(timeout=WAIT).method == "notifications/tools/list_changed"
+        listens = [m for m in wire.messages() if m.get("method") == "subscriptions/listen"]
+        assert [
+            m["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"] for m in listens
+        ] == ["2026-07-28"] * 2
+        assert sorted(m["params"]["requestId"] for m in wire.cancels()) == sorted(
+            m["id"] for m in listens
+        )
+        wait_until(lambda: not server.listens.streams(), "the server kept a closed stream")
+        assert general == []  # stream notifications go to their subscription only
+    finally:
+        client.close()
+        handle.stop()
