@@ -16,6 +16,22 @@ ENVELOPE = {
 """A 2026-07-28 request envelope, stamped by hand."""
 
 
+def closing_ids(messages: list[dict[str, Any]]) -> list[Any]:
+    """The ids of the listen requests that ``messages`` (what a server wrote) end with the
+    graceful result (``resultType: complete`` tagged with its own id; other ``_meta`` members,
+    such as the server's identity, may be there too); fails on any other response."""
+    ids = []
+    for message in messages:
+        if "method" in message:
+            continue
+        assert set(message) == {"jsonrpc", "id", "result"}, message
+        result = message["result"]
+        assert result["resultType"] == "complete" and set(result) <= {"resultType", "_meta"}, message
+        assert result["_meta"][TAG] == message["id"], message
+        ids.append(message["id"])
+    return ids
+
+
 def make_server(name: str = "listen-test", **options: Any) -> Server:
     """A server with one tool and one resource (``file:///a``)."""
     server = Server(name, **options)
