@@ -280,3 +280,48 @@ def test_cancel_in_any_order_leaves_no_stream(when: str) -> None:
         cancel(peer, 1)
         wait_until(lambda: not server.listens.streams(), "listen not ended")
         assert session.endpoint.in_flight() == (0, 0)
+
+
+def test_race_of_changes_listens_and_cancels(fast_switching: None) -> None:
+    """Changes raised without pause while listens open and are cancelled at once or after
+    their acknowledgement: each stream's first frame is its acknowledgement, no listen is
+    answered, and every stream and bus thread is gone at the end."""
+    server = make_server()
+    stop = threading.Event()
+
+    def raise_changes() -> None:
+        while not stop.is_set():
+            server.notify_list_changed("tools")
+
+    a, b = memory_pair()
+    session = server.connect(b)
+    peer = RawPeer(a)
+    frames: list[dict[str, Any]] = []
+    publisher = threading.Thread(target=raise_changes, name="publisher")
+    publisher.start()
+    try:
+        for n in range(60):
+            listen(peer, n, toolsListChanged=True)
+            if n % 2:
+                while True:  # until its acknowledgement
+                    frames.append(peer.recv())
+                    if (
+                        frames[-1].get("method", "").endswith("acknowledged")
+                        and frames[-1]["params"]["_meta"][TAG] == n
+                    ):
+                        break
+            cancel(peer, n)
+        wait_until(lambda: not server.listens.streams(), "streams left after their cancels")
+    finally:
+        stop.set()
+        publisher.join(WAIT)
+        session.close(grace=WAIT)
+        a.close()
+    frames += peer.drain()
+    first: dict[Any, str] = {}
+    for frame in frames:
+        assert "method" in frame, f"a listen was answered: {frame}"
+        first.setdefault(frame["params"]["_meta"][TAG], frame["method"])
+    assert set(first.values()) == {"notifications/subscriptions/acknowledged"}
+    assert {n for n in range(60) if n % 2} <= set(first)
+    assert session.endpoint.in_flight() == (0, 0)

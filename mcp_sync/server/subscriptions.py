@@ -209,7 +209,8 @@ class ListenStream:
     def _send(self, method: str, params: dict[str, Any]) -> bool:
         """Write one tagged frame if the stream is acknowledged and still open."""
         with self._lock:
-            if not (self._open and self._acknowledged):
+            # the token fires before the stream is ended: a cancel read meanwhile stops it too
+            if not (self._open and self._acknowledged) or self.request.token.cancelled:
                 return False
             return self._write(method, params)
 
