@@ -325,3 +325,14 @@ def test_race_of_changes_listens_and_cancels(fast_switching: None) -> None:
     assert set(first.values()) == {"notifications/subscriptions/acknowledged"}
     assert {n for n in range(60) if n % 2} <= set(first)
     assert session.endpoint.in_flight() == (0, 0)
+
+
+def test_registrations_before_the_first_connection_are_not_published() -> None:
+    server = make_server()  # registers a tool and a resource
+    assert server.listens.bus.stats().published == 0
+    with connected(server) as (_session, peer):
+        listen(peer, 1, toolsListChanged=True)
+        peer.recv()
+        server.add_tool(lambda: "x", name="later")  # now a change
+        assert peer.recv()["method"] == "notifications/tools/list_changed"
+    assert server.listens.bus.stats().published == 1

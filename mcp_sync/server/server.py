@@ -145,6 +145,7 @@ class Server:
         """What this server serves (read by its sessions; change it through the methods below)."""
         self._lock = threading.Lock()
         self._sessions: set[ServerSession] = set()
+        self._served = False  # set by the first connect()
         self.listens = ListenHub(
             bus if bus is not None else InProcessBus(),
             f"mcp_sync/{name}/changes",
@@ -256,12 +257,18 @@ class Server:
         self, kind: ListKind, key: str, item: RegisteredTool | RegisteredResource | RegisteredPrompt | None
     ) -> None:
         """Add (or, with ``item=None``, remove: KeyError if unknown) a handler and tell the
-        connected clients that the ``kind`` list changed."""
+        connected clients that the ``kind`` list changed.
+
+        Before the server served its first connection a registration is part of its
+        definition, not a change: nothing is published on the bus then (every process of a
+        deployment registers the same handlers as it starts, and a broker that is down must
+        not slow an import)."""
         if item is None:
             self.registry.remove(kind, key)
         else:
             self.registry.put(kind, key, item)
-        self.notify_list_changed(kind)
+        if self._served:
+            self.notify_list_changed(kind)
 
     def tools(self) -> list[RegisteredTool]:
         """The registered tools, in registration order."""
@@ -434,6 +441,7 @@ class Server:
         session = ServerSession(self, transport, max_workers=max_workers or self.max_workers, pool=pool)
         with self._lock:
             self._sessions.add(session)
+            self._served = True
         session.add_close_callback(lambda: self._forget(session))
         if read:
             session.endpoint.start()
