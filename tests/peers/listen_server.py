@@ -12,10 +12,11 @@ set, ``READY <pid>`` is appended to that file at start.
 from __future__ import annotations
 
 import os
+import queue
 import signal
 import sys
 import threading
-from typing import Any
+from collections.abc import Callable
 
 from mcp_sync import Server
 
@@ -45,26 +46,39 @@ def report() -> None:
     )
 
 
-def add_tool(_signum: int, _frame: Any) -> None:
-    global changes
-    changes += 1
-    server.add_tool(lambda: "new", name=f"tool{changes}")
-    report()
+def add_tool() -> None:
+    server.add_tool(lambda: "new", name=f"tool{changes + 1}")
 
 
-def update_resource(_signum: int, _frame: Any) -> None:
-    global changes
-    changes += 1
+def update_resource() -> None:
     server.notify_resource_updated("file:///a")
-    report()
+
+
+requests: queue.SimpleQueue[Callable[[], None] | None] = queue.SimpleQueue()
+
+
+def make_changes() -> None:
+    """Raise the changes the signals asked for, in order (a signal handler only queues: it may
+    interrupt the main thread anywhere, even inside a lock or a print)."""
+    global changes
+    while (change := requests.get()) is not None:
+        change()
+        changes += 1
+        report()
 
 
 if __name__ == "__main__":
-    signal.signal(signal.SIGUSR1, add_tool)
-    signal.signal(signal.SIGUSR2, update_resource)
+    changer = threading.Thread(target=make_changes, name="changes")
+    changer.start()
+    signal.signal(signal.SIGUSR1, lambda *_: requests.put(add_tool))
+    signal.signal(signal.SIGUSR2, lambda *_: requests.put(update_resource))
     print("READY", file=sys.stderr, flush=True)
     events = os.environ.get("PEER_EVENTS_FILE")
     if events:  # for a client that spawns this server itself
         with open(events, "a", encoding="utf-8") as f:
             f.write(f"READY {os.getpid()}\n")
-    server.run()
+    try:
+        server.run()
+    finally:
+        requests.put(None)
+        changer.join()
