@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import queue
 import re
 import signal
@@ -12,7 +13,8 @@ from support.listen import ENVELOPE, TAG, routed_endpoint
 from support.paths import PEERS
 from support.waiting import WAIT
 
-from mcp_sync import SubprocessTransport
+from mcp_sync import Client, SubprocessTransport
+from mcp_sync.errors import WaitTimeout
 from mcp_sync.listen import listen_params
 
 SCRIPT = PEERS / "listen_server.py"
@@ -100,3 +102,23 @@ def test_listen_over_stdio_end_to_end() -> None:
         assert res.ended_gracefully
     finally:
         endpoint.close(grace=WAIT)
+
+
+def test_client_listen_over_stdio() -> None:
+    """``Client.stdio`` + ``Client.listen``: runs once the client negotiates 2026-07-28."""
+    stderr = StderrLines()
+    with Client.stdio([sys.executable, str(SCRIPT)], stderr=stderr) as client:
+        if client.protocol_version != "2026-07-28":
+            pytest.skip(f"the client negotiated {client.protocol_version}, not 2026-07-28")
+        with client.listen(tools=True) as tools, client.listen(resources=["file:///a"]) as res:
+            assert (tools.acknowledged, res.acknowledged) == (
+                {"toolsListChanged": True},
+                {"resourceSubscriptions": ["file:///a"]},
+            )
+            os.kill(client.transport.pid, signal.SIGUSR2)
+            assert res.next(timeout=WAIT).params["_meta"] == {TAG: res.id}
+            os.kill(client.transport.pid, signal.SIGUSR1)
+            assert tools.next(timeout=WAIT).method == "notifications/tools/list_changed"
+            with pytest.raises(WaitTimeout):
+                res.next(timeout=0)
+        assert not tools.active and not res.active
