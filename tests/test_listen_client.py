@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import queue
 import threading
 from collections.abc import Iterator
@@ -168,8 +169,11 @@ def test_client_listen_at_2025_names_the_era() -> None:
     server = make_server()
     a, b = memory_pair()
     handle = server.serve_in_thread(b)
+    # pinned to 2025-11-25 (``protocol=`` where the client negotiates the era)
+    pin = "protocol" if "protocol" in inspect.signature(Client).parameters else "protocol_version"
     try:
-        with Client.connect(a) as client:
+        with Client.connect(a, **{pin: "2025-11-25"}) as client:
+            assert client.protocol_version == "2025-11-25"
             with pytest.raises(CapabilityError, match=r"2026-07-28.*2025-11-25"):
                 client.listen(tools=True)
             assert not any(s for s in server.listens.streams())
