@@ -64,7 +64,7 @@ __all__ = [
     "ListenHub",
 ]
 
-_log = logging.getLogger("mcp_sync.server.subscriptions")
+_log = logging.getLogger("mcp_sync.server")
 
 LISTEN_METHOD = "subscriptions/listen"
 ACKNOWLEDGED_METHOD = "notifications/subscriptions/acknowledged"
