@@ -66,7 +66,8 @@ def test_listen_over_stdio_end_to_end() -> None:
         assert event.method == "notifications/tools/list_changed" and event.params["_meta"] == {
             TAG: tools.id
         }
-        base_threads, listens = threads_in(stderr.wait_for("CHANGED 1"))
+        first_line = stderr.wait_for("CHANGED 1")
+        base_threads, listens = threads_in(first_line)
         assert listens == 2
 
         # ten more subscriptions cost the server no thread
@@ -77,8 +78,9 @@ def test_listen_over_stdio_end_to_end() -> None:
         transport._signal(signal.SIGUSR2)
         update = res.next(timeout=WAIT)
         assert (update.uri, update.params["_meta"]) == ("file:///a", {TAG: res.id})
-        threads, listens = threads_in(stderr.wait_for("CHANGED 2"))
-        assert (threads, listens) == (base_threads, 12)
+        line = stderr.wait_for("CHANGED 2")
+        threads, listens = threads_in(line)
+        assert (threads, listens) == (base_threads, 12), (first_line, line)
 
         for sub in more:
             sub.close()

@@ -3,9 +3,10 @@
 Signals raise changes from inside the process (no request is needed): SIGUSR1 registers a
 new tool (``notifications/tools/list_changed``), SIGUSR2 updates ``file:///a``
 (``notifications/resources/updated``). After each, one line goes to stderr:
-``CHANGED <n> threads=<threads other than handler workers> workers=<handler workers>
-listens=<open subscriptions>``. One handler worker serves every request. SIGTERM shuts the
-server down in order (open subscriptions get the closing result). With ``PEER_EVENTS_FILE``
+``CHANGED <n> threads=<threads other than handler workers and the timer thread>
+workers=<handler workers> listens=<open subscriptions> names=<those threads>``. One handler
+worker serves every request. SIGTERM shuts the server down in order (open subscriptions get
+the closing result). With ``PEER_EVENTS_FILE``
 set, ``READY <pid>`` is appended to that file at start.
 """
 
@@ -37,10 +38,13 @@ def a() -> str:
 
 
 def report() -> None:
+    # handler workers and the process's one timer thread come and go with the load
     names = [t.name for t in threading.enumerate()]
     workers = sum(1 for name in names if "-worker-" in name)
+    steady = sorted(name for name in names if "-worker-" not in name and name != "mcp_sync-deadlines")
     print(
-        f"CHANGED {changes} threads={len(names) - workers} workers={workers} listens={len(server.listens.streams())}",
+        f"CHANGED {changes} threads={len(steady)} workers={workers} listens={len(server.listens.streams())}"
+        f" names={','.join(steady)}",
         file=sys.stderr,
         flush=True,
     )
