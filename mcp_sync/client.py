@@ -90,6 +90,7 @@ from .lifecycle import (
     State,
 )
 from .negotiation import DISCOVER_TIMEOUT, discovered_server, parse_protocol
+from .listen import DEFAULT_MAX_PENDING, ListenEvent, ListenRouter, Subscription, listen_params
 from .protocol import InboundRequest
 from .result_kinds import InputRequest
 from .results import CLIENT_REQUEST_RESULTS, mcp_models, parser_for
@@ -234,6 +235,7 @@ class Client(Session):
         self.server_instructions: str | None = None
         self._probe_lost = False  # the connection ended on the server/discover probe
         self._server_info: mcp_types.Implementation | None = None
+        self._listens = ListenRouter(endpoint)
 
     # -- construction -------------------------------------------------------------------------
     @classmethod
@@ -819,7 +821,56 @@ class Client(Session):
         self._refuse_removed(method)
         super().send_notification(method, params, related_request=related_request)
 
+    def listen(
+        self,
+        *,
+        tools: bool = False,
+        prompts: bool = False,
+        resources_list: bool = False,
+        resources: Sequence[str] = (),
+        on_notification: Callable[[ListenEvent], Any] | None = None,
+        ack_timeout: float | None = 30.0,
+        max_pending: int = DEFAULT_MAX_PENDING,
+    ) -> Subscription:
+        """Open a ``subscriptions/listen`` stream (protocol 2026-07-28) and block until the
+        server acknowledges it; returns the :class:`~mcp_sync.listen.Subscription`.
+
+        ``tools``/``prompts``/``resources_list`` ask for the ``list_changed`` notification
+        of that list, ``resources`` for ``notifications/resources/updated`` of these URIs.
+        What the server agreed to is :attr:`Subscription.acknowledged
+        <mcp_sync.listen.Subscription.acknowledged>`. Notifications go to
+        ``on_notification(event)`` (on the client's callback thread, in arrival order) or,
+        without it, to the subscription's iterator (at most ``max_pending`` unread, oldest
+        dropped first). Several subscriptions may be open at once; ``close()`` ends one.
+        They never reach the client's own ``on_notification``.
+
+        Do not call it from a client callback: the acknowledgement is delivered on that
+        thread.
+
+        Raises:
+            CapabilityError: the connection speaks a 2025 revision, which has no
+                ``subscriptions/listen`` (use :meth:`subscribe` and ``on_notification``).
+            McpError: the server refused the listen request.
+            RequestTimeout: not acknowledged within ``ack_timeout`` (the request is cancelled).
+        """
+        params = self._modern_params(
+            listen_params(tools=tools, prompts=prompts, resources_list=resources_list, resources=resources)
+        )
+        return self._listens.open(params, on_notification=on_notification, ack_timeout=ack_timeout, max_pending=max_pending)
+
+    def _modern_params(self, params: dict[str, Any]) -> dict[str, Any]:
+        """``params`` with the 2026-07-28 request envelope; CapabilityError when the
+        connection speaks a 2025 revision."""
+        if self.lifecycle.era is not Era.MODERN:
+            raise CapabilityError(
+                f"subscriptions/listen exists from protocol 2026-07-28 on; this connection speaks "
+                f"{self.protocol_version or 'no protocol yet'} (use subscribe() and on_notification)"
+            )
+        return self.lifecycle.stamp(params, self._envelope())
+
     def _handle_notification(self, notification: Notification) -> None:
+        if self._listens.route(notification):
+            return
         params = notification.params or {}
         if notification.method == "notifications/message" and self.on_log is not None:
             self.on_log(params)

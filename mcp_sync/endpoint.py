@@ -67,7 +67,7 @@ from .protocol import (
 from .transports.base import OutboundMeta, RoutingTransport, Transport, describe_outbound
 from .workers import MAX_QUEUED_CALLBACKS, CallbackThread, WorkerPool
 
-__all__ = ["Endpoint", "EndpointStats", "PendingCall", "RequestHandler", "CancelObserver"]
+__all__ = ["Endpoint", "EndpointStats", "PendingCall", "RequestHandler", "CancelObserver", "ANSWER_LATER"]
 
 _log = logging.getLogger("mcp_sync.endpoint")
 _wire = logging.getLogger("mcp_sync.wire")
@@ -81,7 +81,23 @@ def _trace(name: str, direction: str, data: bytes | str) -> None:
 
 RequestHandler = Callable[[InboundRequest], Any]
 """Runs an inbound request in a worker; returns the JSON ``result`` or raises
-:class:`~mcp_sync.errors.McpError` (any other exception becomes -32603)."""
+:class:`~mcp_sync.errors.McpError` (any other exception becomes -32603). Returning
+:data:`ANSWER_LATER` leaves the request open without holding the worker."""
+
+
+class _AnswerLater:
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "ANSWER_LATER"
+
+
+ANSWER_LATER: Any = _AnswerLater()
+"""What a request handler returns to keep its request open after it returns: nothing is
+written and the request stays running (it counts in :meth:`Endpoint.in_flight`, and its
+token fires when the peer cancels it or the connection ends) until someone answers it with
+:meth:`Endpoint.respond`. A long-lived request (``subscriptions/listen``) costs no thread
+this way."""
 
 NotificationHandler = Callable[[Notification], Any]
 
@@ -799,6 +815,8 @@ class Endpoint:
             if handler is None:
                 raise McpError(-32601, f"Method not found: {request.method}")
             result = handler(request)
+            if result is ANSWER_LATER:
+                return  # answered later through respond(); the worker is free now
             reply = encode(Response(request.id, self._result_of(request, result)))
         except McpError as exc:
             reply = encode(ErrorResponse(request.id, exc.code, exc.message, exc.data))

@@ -121,8 +121,9 @@ def test_discover_names_both_eras_and_does_not_pin_the_connection():
         assert (found["ttlMs"], found["cacheScope"]) == (60000, "public")
         capabilities = found["capabilities"]
         assert capabilities["extensions"] == {"io.example/probe": {"level": 1}}
-        # no subscriptions/listen on this server: no change notifications are claimed
-        assert capabilities["tools"] == {} and capabilities["prompts"] == {} and capabilities["resources"] == {}
+        # change notifications are claimed: they travel on subscriptions/listen, which is served
+        assert capabilities["tools"] == {"listChanged": True} and capabilities["prompts"] == {"listChanged": True}
+        assert capabilities["resources"] == {"subscribe": True, "listChanged": True}
         assert "completions" in capabilities
         # the probe did not pin: a 2025 client goes on with initialize on the same connection
         init = initialize(c)

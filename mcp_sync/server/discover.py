@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Callable
 from ..cancel import CancelToken
 from ..lifecycle import SUPPORTED_VERSIONS
 from ..protocol import InboundRequest
+from .subscriptions import LISTEN_METHOD
 
 if TYPE_CHECKING:  # pragma: no cover
     from .dispatch import ServerSession
@@ -22,8 +23,6 @@ if TYPE_CHECKING:  # pragma: no cover
 
 __all__ = ["LISTEN_METHOD", "modern_capabilities", "discover"]
 
-LISTEN_METHOD = "subscriptions/listen"
-"""The 2026-07-28 request that carries list-changed and resource-updated notifications."""
 
 
 def modern_capabilities(server: Server, serves: Callable[[str], bool]) -> dict[str, Any]:

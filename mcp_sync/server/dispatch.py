@@ -32,6 +32,7 @@ from . import completion, discover, logging_bridge, prompts, resources, tools
 from .modern_result import stamp_modern_result
 from .registry import MethodHandler
 from .scope import NO_REQUESTS_AT_MODERN, RequestScope
+from .subscriptions import LISTEN_METHOD
 
 if TYPE_CHECKING:  # pragma: no cover
     import mcp_types
@@ -95,6 +96,7 @@ class ServerSession(Session):
         self.on_roots_changed: Callable[[], Any] | None = None
         self._handlers: dict[str, Callable[[InboundRequest, CancelToken], Any]] = {
             "initialize": self._on_initialize,
+            LISTEN_METHOD: self._on_listen,
             **{method: functools.partial(handler, self) for method, handler in FEATURE_HANDLERS.items()},
         }
         self.subscriptions: set[str] = set()
@@ -104,7 +106,12 @@ class ServerSession(Session):
         self._initialize_version: str | None = None
 
     def close(self, grace: float = 5.0) -> None:
-        """Close the connection (cancels running handlers, joins threads)."""
+        """Close the connection (cancels running handlers, joins threads).
+
+        Open ``subscriptions/listen`` streams end gracefully first: each listen request is
+        answered with the closing result before the connection closes.
+        """
+        self.server.listens.end_session(self)
         self.endpoint.close(grace)
 
     # -- dispatch -----------------------------------------------------------------------------
@@ -169,6 +176,19 @@ class ServerSession(Session):
 
     def _serves(self, method: str) -> bool:
         return method in self._handlers or self.server.registry.method(method) is not None
+
+    def _on_listen(self, request: InboundRequest, token: CancelToken) -> Any:
+        """``subscriptions/listen``: a 2026-07-28 request only (a 2025 session has
+        ``resources/subscribe`` and unsolicited ``list_changed`` notifications instead)."""
+        scope = request.context
+        if not (isinstance(scope, RequestScope) and scope.modern):
+            spoken = self.protocol_version or "no protocol version"
+            raise McpError(
+                METHOD_NOT_FOUND,
+                f"subscriptions/listen exists from protocol 2026-07-28 on; this request speaks {spoken} "
+                "(use resources/subscribe and the list_changed notifications)",
+            )
+        return self.server.listens.open(self, request, self.modern_capabilities())
 
     def _handle_notification(self, notification: Notification) -> None:
         with self.lifecycle_lock:

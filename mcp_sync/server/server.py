@@ -14,6 +14,7 @@ from ..transports.base import Transport
 from ..transports.batching import BATCH_REVISIONS, BatchingTransport
 from ..workers import MAX_QUEUED_CALLBACKS, PoolStats, WorkerPool
 from . import http_delegate
+from .bus import InProcessBus, MessageBus
 from .dispatch import ServerSession
 from .logging_bridge import McpLogHandler
 from .modern_result import CacheHints, CacheScope
@@ -22,6 +23,13 @@ from .registry import ListKind, MethodHandler, Registry
 from .runner import run_until_stopped
 from .schemas import declare_schema
 from .signatures import inspect_handler, json_schema_of
+from .subscriptions import (
+    DEFAULT_MAX_PER_CONNECTION,
+    DEFAULT_MAX_TOTAL,
+    ListenHub,
+    list_changed_event,
+    resource_updated_event,
+)
 from .tool_results import output_schema_for
 from .uri_template import UriTemplate
 
@@ -80,6 +88,13 @@ class Server:
         on_cancelled: ``on_cancelled(request_id, reason)`` for every
             ``notifications/cancelled`` a client sends (for logs and UIs); runs on the
             connection's callback thread.
+        bus: the :class:`~mcp_sync.server.bus.MessageBus` that carries changes (list changed,
+            resource updated) to the ``subscriptions/listen`` streams of every process of a
+            deployment; an :class:`~mcp_sync.server.bus.InProcessBus` by default (one
+            process). See :doc:`/subscriptions`.
+        max_subscriptions_per_connection: bound of open ``subscriptions/listen`` streams on
+            one connection.
+        max_subscriptions: bound of open ``subscriptions/listen`` streams of this server.
         page_size: items per page of every list (at least 1: ``ValueError`` otherwise).
         declare: capabilities to declare even with nothing registered yet
             (``"resources"``, ``"prompts"``, ``"completions"``), for servers that register
@@ -106,6 +121,9 @@ class Server:
         declare: Iterable[str] = (),
         max_queued_callbacks: int = MAX_QUEUED_CALLBACKS,
         on_cancelled: CancelObserver | None = None,
+        bus: MessageBus | None = None,
+        max_subscriptions_per_connection: int = DEFAULT_MAX_PER_CONNECTION,
+        max_subscriptions: int = DEFAULT_MAX_TOTAL,
         extensions: Mapping[str, Mapping[str, Any]] | None = None,
         ttl_ms: int = 0,
         cache_scope: CacheScope = "private",
@@ -127,6 +145,14 @@ class Server:
         """What this server serves (read by its sessions; change it through the methods below)."""
         self._lock = threading.Lock()
         self._sessions: set[ServerSession] = set()
+        self._served = False  # set by the first connect()
+        self.listens = ListenHub(
+            bus if bus is not None else InProcessBus(),
+            f"mcp_sync/{name}/changes",
+            max_per_connection=max_subscriptions_per_connection,
+            max_total=max_subscriptions,
+        )
+        """The open ``subscriptions/listen`` streams and their feed from the bus."""
 
     # -- registration -------------------------------------------------------------------------
     def tool(
@@ -231,12 +257,18 @@ class Server:
         self, kind: ListKind, key: str, item: RegisteredTool | RegisteredResource | RegisteredPrompt | None
     ) -> None:
         """Add (or, with ``item=None``, remove: KeyError if unknown) a handler and tell the
-        connected clients that the ``kind`` list changed."""
+        connected clients that the ``kind`` list changed.
+
+        Before the server served its first connection a registration is part of its
+        definition, not a change: nothing is published on the bus then (every process of a
+        deployment registers the same handlers as it starts, and a broker that is down must
+        not slow an import)."""
         if item is None:
             self.registry.remove(kind, key)
         else:
             self.registry.put(kind, key, item)
-        self.notify_list_changed(kind)
+        if self._served:
+            self.notify_list_changed(kind)
 
     def tools(self) -> list[RegisteredTool]:
         """The registered tools, in registration order."""
@@ -351,7 +383,10 @@ class Server:
         return self.registry.prompts()
 
     def notify_resource_updated(self, uri: str) -> None:
-        """Send ``notifications/resources/updated`` to every session subscribed to ``uri``."""
+        """Send ``notifications/resources/updated`` to every 2025 session subscribed to
+        ``uri`` (``resources/subscribe``), and publish the change on the bus for the
+        ``subscriptions/listen`` streams that asked for ``uri`` (in every process)."""
+        self.listens.publish(resource_updated_event(uri))
         for session in self.sessions():
             if uri in session.subscriptions and not session.closed:
                 try:
@@ -406,6 +441,7 @@ class Server:
         session = ServerSession(self, transport, max_workers=max_workers or self.max_workers, pool=pool)
         with self._lock:
             self._sessions.add(session)
+            self._served = True
         session.add_close_callback(lambda: self._forget(session))
         if read:
             session.endpoint.start()
@@ -507,7 +543,10 @@ class Server:
         run_until_stopped(handle.stop)
 
     def notify_list_changed(self, kind: str) -> None:
-        """Send ``notifications/<kind>/list_changed`` to every initialized session."""
+        """Send ``notifications/<kind>/list_changed`` to every initialized (2025) session,
+        and publish the change on the bus for the ``subscriptions/listen`` streams that
+        asked for it (in every process)."""
+        self.listens.publish(list_changed_event(kind))
         for session in self.sessions():
             if session.initialized and not session.closed:
                 try:

@@ -21,6 +21,11 @@
 //                                                   milliseconds have passed (default 0)
 //   {"op": "wait_marker", "marker": LINE}           wait (bounded) until LINE is in
 //                                                   $PEER_EVENTS_FILE
+//   {"op": "listen", "filter": {...}, "events": N}  client.listen(filter) (subscriptions/listen):
+//                                                   emit "acknowledged", then "listen_event"
+//                                                   per change notification; after N events
+//                                                   close() it, or with N = 0 wait (bounded)
+//                                                   until it ends ("listen_ended", how)
 //
 // Options:
 //   --mode M               "2026-07-28" (default: versionNegotiation {pin}), "auto" or "legacy"
@@ -41,6 +46,9 @@
 //   tools       {step, tools: [names]}
 //   result      {step, result}
 //   aborted     {step, at_ms}: we aborted the call's signal
+//   acknowledged {step, honored}: the listen stream is open with this filter
+//   listen_event {step, method, params}: a change notification the SDK dispatched
+//   listen_ended {step, how}: "local" (we closed it), "graceful" or "remote"
 //   error       {step, name, code, message}: the step (or the connection) failed
 //   done        {ok}
 import { existsSync, readFileSync } from 'node:fs';
@@ -127,6 +135,41 @@ async function waitMarker(marker, timeoutMs) {
     }
 }
 
+const CHANGES = [
+    'notifications/tools/list_changed',
+    'notifications/prompts/list_changed',
+    'notifications/resources/list_changed',
+    'notifications/resources/updated'
+];
+
+async function listenStep(client, step, tag, opts) {
+    let seen = 0;
+    let wake = () => {};
+    for (const method of CHANGES) {
+        client.setNotificationHandler(method, notification => {
+            emit('listen_event', { ...tag, method: notification.method, params: notification.params });
+            seen += 1;
+            wake();
+        });
+    }
+    const sub = await client.listen(step.filter ?? {});
+    emit('acknowledged', { ...tag, honored: sub.honoredFilter });
+    const bound = new Promise((_, reject) =>
+        setTimeout(() => reject(new Error(`listen: not done within ${opts.markerTimeoutMs} ms`)), opts.markerTimeoutMs).unref()
+    );
+    if (step.events) {
+        await Promise.race([
+            new Promise(resolve => {
+                wake = () => seen >= step.events && resolve();
+                wake();
+            }),
+            bound
+        ]);
+        await sub.close();
+    }
+    emit('listen_ended', { ...tag, how: await Promise.race([sub.closed, bound]) });
+}
+
 async function runStep(client, step, index, opts) {
     const tag = { step: index, op: step.op };
     try {
@@ -149,6 +192,8 @@ async function runStep(client, step, index, opts) {
             controller.abort(new Error('cancelled by the test client'));
             emit('aborted', { ...tag, at_ms: elapsed() });
             await settled;
+        } else if (step.op === 'listen') {
+            await listenStep(client, step, tag, opts);
         } else if (step.op === 'wait_marker') {
             await waitMarker(step.marker, opts.markerTimeoutMs);
             emit('marker', { ...tag, marker: step.marker });

@@ -17,6 +17,12 @@ STEPS_JSON is a JSON list of steps:
                                                     once LINE appears in $PEER_EVENTS_FILE
                                                     (bounded by --marker-timeout)
     {"op": "wait_marker", "marker": LINE}           wait (bounded) for LINE in $PEER_EVENTS_FILE
+    {"op": "listen", "tools": B, "resources": [URI...], "events": N}
+                                                    client.listen(...): emit "acknowledged",
+                                                    then a "listen_event" per event; leave the
+                                                    stream (which cancels it) after N events, or
+                                                    with N = 0 read until the server ends it
+                                                    ("listen_ended")
 
 Options:
     --mode M              "auto" (default), "legacy" or a version such as "2026-07-28"
@@ -28,8 +34,9 @@ PEER_* variables of this process are passed to the server (the SDK forwards only
 
 Events (key "event"): "connected" {protocolVersion, serverInfo}, "wire" {dir: ">>" to the server
 | "<<" from it, msg}, "elicitation" {params}, "tools" {step, tools}, "result" {step, result},
-"cancelled" {step, call_task_cancelled} (we cancelled the call), "error" {step, type, code?,
-message}, "done" {ok}.
+"cancelled" {step, call_task_cancelled} (we cancelled the call), "acknowledged" {step,
+subscription_id, honored}, "listen_event" {step, kind, uri}, "listen_ended" {step}, "error"
+{step, type, code?, message}, "done" {ok}.
 """
 
 from __future__ import annotations
@@ -120,6 +127,21 @@ def error_fields(error: BaseException) -> dict[str, Any]:
     return fields
 
 
+async def listen_step(client: Client, step: dict[str, Any], tag: dict[str, Any]) -> None:
+    """One ``subscriptions/listen`` stream: leaving the ``async with`` cancels it."""
+    wanted = step.get("events", 1)
+    filters = {"tools_list_changed": step.get("tools", False), "resource_subscriptions": step.get("resources", [])}
+    async with client.listen(**filters) as sub:
+        emit("acknowledged", **tag, subscription_id=sub.subscription_id, honored=dump(sub.honored))
+        seen = 0
+        async for event in sub:
+            emit("listen_event", **tag, kind=type(event).__name__, uri=getattr(event, "uri", None))
+            seen += 1
+            if seen == wanted:
+                return
+        emit("listen_ended", **tag)
+
+
 async def run_step(client: Client, step: dict[str, Any], index: int, ns: argparse.Namespace) -> bool:
     tag = {"step": index, "op": step["op"]}
     try:
@@ -145,6 +167,8 @@ async def run_step(client: Client, step: dict[str, Any], index: int, ns: argpars
                     await wait_marker(step["after_marker"], ns.marker_timeout)
                 scope.cancel()
             emit("cancelled", **tag, call_task_cancelled=scope.cancelled_caught, **outcome)
+        elif step["op"] == "listen":
+            await listen_step(client, step, tag)
         elif step["op"] == "wait_marker":
             await wait_marker(step["marker"], ns.marker_timeout)
             emit("marker", **tag, marker=step["marker"])

@@ -17,4 +17,6 @@
 * :mod:`support.node` -- the Node.js peers installed in ``tests/node``.
 * :mod:`support.http` -- the Streamable HTTP test server, raw HTTP sessions, an SSE reader.
 * :mod:`support.interop` -- the official ``mcp`` SDK's peers and their events files.
+* :mod:`support.listen` -- the ``subscriptions/listen`` tests' servers, envelope and routed
+  client endpoint.
 """
