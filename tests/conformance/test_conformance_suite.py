@@ -44,6 +44,10 @@ REVISIONS = [
 """The revisions the suite runs at, each at its own wire (initialize handshake up to
 2025-11-25, stateless per-request ``_meta`` at 2026-07-28)."""
 
+ANSWER_MODES = {"sse": [], "json": ["--json-response"]}
+"""How the fixture answers a POST: an SSE stream (the default) or plain JSON
+(``json_response=True``); the suite runs against each."""
+
 
 @dataclass(frozen=True)
 class Skip:
@@ -91,10 +95,17 @@ RESULT_DIR = re.compile(r"^server-(?P<scenario>.+)-\d{4}-\d{2}-\d{2}T\d{2}-\d{2}
 
 
 @pytest.fixture
-def fixture_url() -> Iterator[str]:
-    """The fixture server's URL while it runs; afterwards it must stop cleanly on Ctrl-C
-    without having printed a traceback."""
-    with Proc(FIXTURE_SERVER) as server:
+def suite() -> list[str]:
+    """The suite's command (skips, or fails under ``CI``, before anything starts when
+    ``tests/node/node_modules`` is absent)."""
+    return conformance_suite()
+
+
+@pytest.fixture(params=sorted(ANSWER_MODES))
+def fixture_url(request: pytest.FixtureRequest, suite: list[str]) -> Iterator[str]:
+    """The fixture server's URL while it runs, in each answer mode; afterwards it must stop
+    cleanly on Ctrl-C without having printed a traceback."""
+    with Proc([*FIXTURE_SERVER, *ANSWER_MODES[request.param]]) as server:
         announced = server.wait_for("stderr", "serving conformance-fixture at http://", LIMIT)
         yield announced.split(" at ", 1)[1].strip()
         server.send_signal(signal.SIGINT)
@@ -103,9 +114,9 @@ def fixture_url() -> Iterator[str]:
     assert "Traceback" not in finished.stderr, finished.describe()
 
 
-def required_server_scenarios(revision: str) -> set[str]:
+def required_server_scenarios(suite: list[str], revision: str) -> set[str]:
     """The server scenarios ``--requirements revision`` runs (scored or not), from ``list``."""
-    listed = run([*conformance_suite(), "list", "--requirements", revision], LIMIT)
+    listed = run([*suite, "list", "--requirements", revision], LIMIT)
     assert listed.code == 0, listed.describe()
     scenarios: set[str] = set()
     section = ""
@@ -179,11 +190,11 @@ def verdict(
 
 @pytest.mark.parametrize("revision", REVISIONS)
 def test_the_conformance_suite_passes_against_the_fixture_server(
-    revision: str, fixture_url: str, tmp_path: Path
+    revision: str, suite: list[str], fixture_url: str, tmp_path: Path
 ) -> None:
-    expected = required_server_scenarios(revision)
+    expected = required_server_scenarios(suite, revision)
     out = tmp_path / "results"
-    argv = [*conformance_suite(), "server", "--url", fixture_url, "--requirements", revision]
+    argv = [*suite, "server", "--url", fixture_url, "--requirements", revision]
     finished = run([*argv, "--timeout", str(SCENARIO_TIMEOUT_MS), "-o", str(out)], LIMIT)
     problems = verdict(revision, expected, read_results(out), finished.stdout)
     summary = finished.stdout[finished.stdout.find("=== SUMMARY ===") :]

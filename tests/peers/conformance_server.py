@@ -1,7 +1,8 @@
 """The fixture server of the official conformance suite (``@modelcontextprotocol/conformance``),
 written with mcp_sync's public API only: ``python conformance_server.py``.
 
-It serves Streamable HTTP (``Server.run("http")``) on a free loopback port and announces
+It serves Streamable HTTP (``Server.run("http")``; with ``--json-response``, an app that
+answers every request as plain JSON instead of SSE) on a free loopback port and announces
 ``mcp_sync: serving conformance-fixture at http://127.0.0.1:PORT/mcp`` on stderr. Its tools,
 resources and prompts are the ones the suite's server scenarios call by name (they mirror the
 TypeScript SDK's "everything" server); each scenario's description in the suite says what it
@@ -14,6 +15,7 @@ import base64
 import io
 import json
 import sys
+import threading
 import wave
 from typing import Any
 
@@ -332,5 +334,21 @@ def complete_arg1(value: str, context: dict) -> list:
     return [word for word in ("paris", "park", "party") if word.startswith(value)]
 
 
+def main(argv: list[str]) -> None:
+    """Serve until Ctrl-C (SIGINT); ``--json-response`` answers every request as plain JSON
+    instead of an SSE stream."""
+    if "--json-response" not in argv:
+        server.run("http", port=0, grace=2.0)
+        return
+    handle = server.serve_http(port=0, json_response=True, shutdown_grace=2.0)
+    print(f"mcp_sync: serving {server.name} at {handle.url}", file=sys.stderr, flush=True)
+    try:
+        threading.Event().wait()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        handle.stop()
+
+
 if __name__ == "__main__":
-    server.run("http", port=0, grace=float(sys.argv[1]) if len(sys.argv) > 1 else 2.0)
+    main(sys.argv[1:])
