@@ -38,7 +38,8 @@ SCENARIO_TIMEOUT_MS = 20_000
 NOT_SERVED_2026 = "2026-07-28 over HTTP not served yet"
 REVISIONS = [
     pytest.param("2025-11-25", id="2025-11-25"),
-    # Once the server answers 2026-07-28 over Streamable HTTP, delete `marks=...` below.
+    # Once the server answers 2026-07-28 over Streamable HTTP, delete `marks=...` below (the
+    # fixture also needs the 2026 tools docs/conformance.rst lists).
     pytest.param("2026-07-28", id="2026-07-28", marks=pytest.mark.skip(reason=NOT_SERVED_2026)),
 ]
 """The revisions the suite runs at, each at its own wire (initialize handshake up to
