@@ -12,7 +12,6 @@ the lifecycle refuses is answered with the error at once and its handler never r
 from __future__ import annotations
 
 import functools
-import uuid
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping
 
 from typing_extensions import Unpack
@@ -29,6 +28,7 @@ from ..session import LOG_LEVELS, Session
 from ..transports.base import Transport
 from ..workers import WorkerPool
 from . import completion, discover, logging_bridge, prompts, resources, tools
+from .client_requests import create_message_params, elicit_params
 from .modern_result import stamp_modern_result
 from .registry import MethodHandler
 from .scope import NO_REQUESTS_AT_MODERN, RequestScope
@@ -289,9 +289,7 @@ class ServerSession(Session):
         :class:`~mcp_sync.call_options.CallOptions` (see :meth:`list_roots`).
         """
         self.require_capability("sampling", "sampling/createMessage")
-        params: dict[str, Any] = {"messages": list(messages), "maxTokens": max_tokens, **(extra_params or {})}
-        if system_prompt is not None:
-            params["systemPrompt"] = system_prompt
+        params = create_message_params(messages, max_tokens=max_tokens, system_prompt=system_prompt, extra_params=extra_params)
         return self._typed_request("sampling/createMessage", params, related_request, options)  # type: ignore[no-any-return]
 
     def elicit(
@@ -310,11 +308,7 @@ class ServerSession(Session):
         ``options``: the :class:`~mcp_sync.call_options.CallOptions` (see :meth:`list_roots`).
         """
         self.require_capability("elicitation", "elicitation/create")
-        params: dict[str, Any] = {"message": message}
-        if url is not None:
-            if not self.peer_supports("elicitation", "url"):
-                raise CapabilityError("elicitation/create in URL mode needs the client's 'elicitation.url' capability")
-            params.update({"mode": "url", "url": url, "elicitationId": elicitation_id or uuid.uuid4().hex})
-        else:
-            params["requestedSchema"] = requested_schema or {"type": "object", "properties": {}}
+        if url is not None and not self.peer_supports("elicitation", "url"):
+            raise CapabilityError("elicitation/create in URL mode needs the client's 'elicitation.url' capability")
+        params = elicit_params(message, requested_schema, url=url, elicitation_id=elicitation_id)
         return self._typed_request("elicitation/create", params, related_request, options)  # type: ignore[no-any-return]

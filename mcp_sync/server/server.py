@@ -10,12 +10,14 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, TypeVar
 
 from ..endpoint import CancelObserver
+from ..request_state import KeyRing, StateSealer
 from ..transports.base import Transport
 from ..transports.batching import BATCH_REVISIONS, BatchingTransport
 from ..workers import MAX_QUEUED_CALLBACKS, PoolStats, WorkerPool
 from . import http_delegate
 from .bus import InProcessBus, MessageBus
 from .dispatch import ServerSession
+from .input_rounds import InputRounds
 from .logging_bridge import McpLogHandler
 from .modern_result import CacheHints, CacheScope
 from .records import RegisteredPrompt, RegisteredResource, RegisteredTool
@@ -108,6 +110,14 @@ class Server:
             fresh (default ``0``: stale at once).
         cache_scope: (2026-07-28) their ``cacheScope``: ``"private"`` (default; the results
             may hold user-specific data) or ``"public"``.
+        request_state_keys: (2026-07-28) the :class:`~mcp_sync.request_state.KeyRing` that
+            seals the ``requestState`` of input rounds (see :doc:`/input-rounds`). The
+            default is an ephemeral ring: a retry that reaches another process -- another
+            worker, or this server restarted -- is refused (-32602). Give every process of a
+            deployment the same ring, for example ``KeyRing.from_env()``.
+        request_state_sealer: (2026-07-28) a :class:`~mcp_sync.request_state.StateSealer` to
+            use instead (its own TTL, encryption or replay guard); excludes
+            ``request_state_keys``.
     """
 
     def __init__(
@@ -127,9 +137,13 @@ class Server:
         extensions: Mapping[str, Mapping[str, Any]] | None = None,
         ttl_ms: int = 0,
         cache_scope: CacheScope = "private",
+        request_state_keys: KeyRing | None = None,
+        request_state_sealer: StateSealer | None = None,
     ) -> None:
         if page_size < 1:
             raise ValueError(f"page_size must be at least 1, not {page_size!r} (a page could never advance)")
+        if request_state_keys is not None and request_state_sealer is not None:
+            raise ValueError("give request_state_keys or request_state_sealer, not both")
         self.name = name
         self.extensions: dict[str, dict[str, Any]] = {key: dict(value) for key, value in (extensions or {}).items()}
         self.cache_hints = CacheHints(ttl_ms, cache_scope)
@@ -141,6 +155,9 @@ class Server:
         self.page_size = page_size
         self.max_queued_callbacks = max_queued_callbacks
         self.on_cancelled = on_cancelled
+        sealer = request_state_sealer or StateSealer(request_state_keys or KeyRing.ephemeral())
+        self.input_rounds = InputRounds(sealer)
+        """How 2026-07-28 requests get the input their handlers ask for (its sealer, its bounds)."""
         self.registry = Registry()
         """What this server serves (read by its sessions; change it through the methods below)."""
         self._lock = threading.Lock()

@@ -11,6 +11,7 @@ from ..context import Context
 from ..errors import ArgumentError, Cancelled, McpError, describe_base_exception
 from ..jsonrpc import INVALID_PARAMS
 from ..protocol import InboundRequest
+from .input_rounds import InputNeeded, InputRequired
 from .pagination import paginate
 from .tool_results import to_call_tool_result, tool_error
 
@@ -28,8 +29,12 @@ def list_tools(session: ServerSession, request: InboundRequest, token: CancelTok
     return paginate(tools, request.params, session.server.page_size, "tools")
 
 
-def call_tool(session: ServerSession, request: InboundRequest, token: CancelToken) -> dict[str, Any]:
-    """``tools/call``: run the tool; its failures, a timeout and bad arguments are tool errors."""
+def call_tool(session: ServerSession, request: InboundRequest, token: CancelToken) -> dict[str, Any] | InputRequired:
+    """``tools/call``: run the tool; its failures, a timeout and bad arguments are tool errors.
+
+    The input rounds' signal (:class:`~mcp_sync.server.input_rounds.InputNeeded`) and an
+    :class:`~mcp_sync.server.input_rounds.InputRequired` the tool returns are not results:
+    they go up to the input rounds as they are."""
     params = request.params
     name = params.get("name")
     if not isinstance(name, str):
@@ -57,6 +62,8 @@ def call_tool(session: ServerSession, request: InboundRequest, token: CancelToke
     try:
         kwargs = tool.signature.bind(arguments, ctx)
         value = tool.signature.fn(**kwargs)
+    except InputNeeded:
+        raise
     except ArgumentError as exc:  # the model can correct its call: a tool error (SEP-1303)
         return tool_error(f"Invalid arguments for tool {name!r}: " + "; ".join(exc.problems))
     except McpError:
@@ -74,4 +81,6 @@ def call_tool(session: ServerSession, request: InboundRequest, token: CancelToke
     finally:
         if deadline is not None:
             deadline.cancel()
+    if isinstance(value, InputRequired):
+        return value
     return tool.check_output(to_call_tool_result(value, tool.wrap_output))
