@@ -32,7 +32,7 @@ from .errors import (
     ServerExited,
     SessionEnded,
 )
-from .server import Server, ServerHandle, ServerSession, ServerStats
+from .server import InputRequired, Server, ServerHandle, ServerSession, ServerStats
 from .transports import MemoryTransport, StdioTransport, SubprocessTransport, Transport, memory_pair
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -74,6 +74,7 @@ __all__ = [
     "HttpClientTransport",
     "HttpError",
     "HttpServerHandle",
+    "InputRequired",
     "McpError",
     "McpWsgiApp",
     "MemoryTransport",

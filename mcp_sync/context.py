@@ -9,7 +9,7 @@ request is.
 from __future__ import annotations
 
 import threading
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 from .cancel import CancelToken
 from .jsonrpc import RequestId
@@ -169,6 +169,25 @@ class Context:
     def error(self, data: Any) -> bool:
         """Shorthand for ``log("error", data)``."""
         return self.log("error", data)
+
+    # -- input rounds (2026-07-28) ---------------------------------------------------------------
+    def _input_round(self) -> Any:
+        return getattr(getattr(self._request, "context", None), "input_round", None)
+
+    @property
+    def input_responses(self) -> Mapping[str, Any]:
+        """The client's answers to the input this handler asked for by returning an
+        :class:`~mcp_sync.server.InputRequired` in the round before (key -> the
+        client's result, a JSON object); empty on a first request. See :doc:`/input-rounds`."""
+        current = self._input_round()
+        return current.input_responses if current is not None else {}
+
+    @property
+    def request_state_payload(self) -> Any:
+        """The ``state`` of the :class:`~mcp_sync.server.InputRequired` this
+        handler returned in the round before (opened and verified), or ``None``."""
+        current = self._input_round()
+        return current.handler_state if current is not None else None
 
     # -- nested requests -------------------------------------------------------------------------
     @property

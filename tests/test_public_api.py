@@ -26,6 +26,7 @@ PUBLIC_NAMES = {
     "HttpClientTransport",
     "HttpError",
     "HttpServerHandle",
+    "InputRequired",
     "McpError",
     "McpWsgiApp",
     "MemoryTransport",

@@ -26,11 +26,13 @@ The package's modules, one job each: :mod:`~mcp_sync.server.server` (the :class:
 feature handlers (:mod:`~mcp_sync.server.tools`, :mod:`~mcp_sync.server.resources`,
 :mod:`~mcp_sync.server.prompts`, :mod:`~mcp_sync.server.completion`,
 :mod:`~mcp_sync.server.logging_bridge`), :mod:`~mcp_sync.server.scope` (the
-:class:`RequestScope`), :mod:`~mcp_sync.server.runner` (the foreground loop) and
+:class:`RequestScope`), :mod:`~mcp_sync.server.input_rounds` (input from the client at
+2026-07-28: :class:`InputRequired`), :mod:`~mcp_sync.server.runner` (the foreground loop) and
 :mod:`~mcp_sync.server.http_delegate` (the one lazy bridge to the HTTP layer).
 """
 
 from .dispatch import ServerSession
+from .input_rounds import InputNeeded, InputRequired
 from .logging_bridge import McpLogHandler
 from .records import RegisteredPrompt, RegisteredResource, RegisteredTool
 from .scope import RequestScope
@@ -46,4 +48,6 @@ __all__ = [
     "RegisteredPrompt",
     "RequestScope",
     "McpLogHandler",
+    "InputRequired",
+    "InputNeeded",
 ]

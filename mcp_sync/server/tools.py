@@ -32,8 +32,8 @@ def list_tools(session: ServerSession, request: InboundRequest, token: CancelTok
 def call_tool(session: ServerSession, request: InboundRequest, token: CancelToken) -> dict[str, Any] | InputRequired:
     """``tools/call``: run the tool; its failures, a timeout and bad arguments are tool errors.
 
-    The input rounds' signal (:class:`~mcp_sync.server.input_rounds.InputNeeded`) and an
-    :class:`~mcp_sync.server.input_rounds.InputRequired` the tool returns are not results:
+    The input rounds' signal (:class:`~mcp_sync.server.InputNeeded`) and an
+    :class:`~mcp_sync.server.InputRequired` the tool returns are not results:
     they go up to the input rounds as they are."""
     params = request.params
     name = params.get("name")
