@@ -46,7 +46,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import McpError
-from ..jsonrpc import INTERNAL_ERROR, INVALID_PARAMS
+from ..jsonrpc import INTERNAL_ERROR, INVALID_PARAMS, MISSING_REQUIRED_CLIENT_CAPABILITY
+from ..lifecycle import capability_declared
 from ..request_state import StateSealer, params_digest
 from ..results import SERVER_REQUEST_RESULTS, parser_for
 
@@ -55,7 +56,6 @@ __all__ = [
     "INPUT_REQUEST_METHODS",
     "MAX_INPUTS_PER_ROUND",
     "MAX_ROUNDS",
-    "MISSING_REQUIRED_CLIENT_CAPABILITY",
     "InputRequired",
     "InputNeeded",
     "InputRound",
@@ -74,9 +74,6 @@ MAX_INPUTS_PER_ROUND = 16
 
 MAX_ROUNDS = 32
 """The most ``input_required`` answers one request may get before it fails with -32603."""
-
-MISSING_REQUIRED_CLIENT_CAPABILITY = -32021
-"""The error for input the request's client capabilities do not cover (2026-07-28)."""
 
 _STATE_FORMAT = 1
 _KEY_PREFIX = {"elicitation/create": "elicit", "sampling/createMessage": "sampling", "roots/list": "roots"}
@@ -138,15 +135,15 @@ def _declares(capabilities: Mapping[str, Any], needed: Mapping[str, Any]) -> boo
     nor ``url`` in it (the spec's implicit form-only declaration).
     """
     ((name, subs),) = needed.items()
-    value = capabilities.get(name)
-    if not isinstance(value, Mapping):
-        return False
-    if not subs:
+    sub = next(iter(subs), None)
+    if (
+        name == "elicitation"
+        and sub == "form"
+        and capability_declared(capabilities, name)
+        and not any(capability_declared(capabilities, name, mode) for mode in ("form", "url"))
+    ):
         return True
-    ((sub, _),) = subs.items()
-    if name == "elicitation" and sub == "form" and "form" not in value and "url" not in value:
-        return True
-    return value.get(sub) not in (None, False)
+    return capability_declared(capabilities, name, sub)
 
 
 def _question(method: str, params: Mapping[str, Any]) -> str:
