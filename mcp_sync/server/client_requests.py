@@ -11,13 +11,24 @@ __all__ = ["elicit_params", "create_message_params"]
 
 
 def elicit_params(
-    message: str, requested_schema: Mapping[str, Any] | None = None, *, url: str | None = None, elicitation_id: str | None = None
+    message: str,
+    requested_schema: Mapping[str, Any] | None = None,
+    *,
+    url: str | None = None,
+    elicitation_id: str | None = None,
+    mint_id: bool = True,
 ) -> dict[str, Any]:
-    """``elicitation/create`` params: URL mode with ``url`` (a fresh ``elicitationId`` unless
-    one is given), form mode otherwise (an empty object schema without ``requested_schema``)."""
+    """``elicitation/create`` params: URL mode with ``url``, form mode otherwise (an empty
+    object schema without ``requested_schema``).
+
+    In URL mode the ``elicitationId`` is ``elicitation_id``, else a fresh one when
+    ``mint_id`` (2025-11-25; 2026-07-28 has no elicitation ids, and a fresh one in every round
+    would change the question)."""
     params: dict[str, Any] = {"message": message}
     if url is not None:
-        params.update({"mode": "url", "url": url, "elicitationId": elicitation_id or uuid.uuid4().hex})
+        params.update({"mode": "url", "url": url})
+        if elicitation_id is not None or mint_id:
+            params["elicitationId"] = elicitation_id or uuid.uuid4().hex
     else:
         params["requestedSchema"] = dict(requested_schema) if requested_schema else {"type": "object", "properties": {}}
     return params

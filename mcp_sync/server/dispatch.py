@@ -27,7 +27,7 @@ from ..results import SERVER_REQUEST_RESULTS, parser_for
 from ..session import LOG_LEVELS, Session
 from ..transports.base import Transport
 from ..workers import WorkerPool
-from . import completion, discover, logging_bridge, prompts, resources, tools
+from . import completion, discover, input_rounds, logging_bridge, prompts, resources, tools
 from .client_requests import create_message_params, elicit_params
 from .modern_result import stamp_modern_result
 from .registry import MethodHandler
@@ -57,7 +57,7 @@ FEATURE_HANDLERS: dict[str, MethodHandler] = {
 }
 """The built-in request methods (besides ``initialize``), and the function serving each."""
 
-INPUT_METHODS = frozenset({"tools/call", "prompts/get", "resources/read"})
+INPUT_METHODS = input_rounds.INPUT_METHODS
 """The requests whose handlers may need input from the client while they run (elicitation,
 sampling, roots): the only ones that may answer ``input_required`` at 2026-07-28."""
 
@@ -67,9 +67,10 @@ def run_feature(scope: RequestScope, call: Callable[[], Any]) -> Any:
     ``scope``, and return its result.
 
     Every ``tools/call``, ``prompts/get`` and ``resources/read`` goes through here, in both
-    eras; this is where the input a handler asks for is gathered.
+    eras; this is where the input a handler asks for is gathered
+    (:func:`~mcp_sync.server.input_rounds.serve`).
     """
-    return call()
+    return input_rounds.serve(scope, call)
 
 
 class ServerSession(Session):

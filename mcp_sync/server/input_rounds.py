@@ -43,13 +43,16 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..errors import McpError
+from ..errors import CapabilityError, McpError
 from ..jsonrpc import INTERNAL_ERROR, INVALID_PARAMS, MISSING_REQUIRED_CLIENT_CAPABILITY
 from ..lifecycle import capability_declared
 from ..request_state import StateSealer, params_digest
 from ..results import SERVER_REQUEST_RESULTS, parser_for
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .scope import RequestScope
 
 __all__ = [
     "INPUT_METHODS",
@@ -61,6 +64,7 @@ __all__ = [
     "InputRound",
     "InputRounds",
     "required_capability",
+    "serve",
 ]
 
 INPUT_METHODS = frozenset({"tools/call", "prompts/get", "resources/read"})
@@ -171,6 +175,10 @@ class InputRound:
             the client's result as a JSON object); empty on a first request.
         handler_state: the ``state`` of the :class:`InputRequired` the handler returned in the
             round before, or ``None``.
+        collects: True when the handler's ``ctx.session.elicit(...)`` (and the others) are
+            answered by this round (2026-07-28); False on a 2025-11-25 session, where they
+            are real requests to the client and the round only carries the explicit form's
+            answers and state.
     """
 
     def __init__(
@@ -182,7 +190,9 @@ class InputRound:
         answers: Mapping[str, Mapping[str, Any]] | None = None,
         input_responses: Mapping[str, Any] | None = None,
         handler_state: Any = None,
+        collects: bool = True,
     ) -> None:
+        self.collects = collects
         self.method = method
         self.client_capabilities = client_capabilities
         self.rounds_before = rounds_before
@@ -397,3 +407,54 @@ class InputRounds:
             "inputRequests": {key: {"method": entry["method"], "params": entry["params"]} for key, entry in pending.items()},
             "requestState": state,
         }
+
+
+def serve(scope: RequestScope, call: Callable[[], Any]) -> Any:
+    """Run the handler of a ``tools/call``, ``prompts/get`` or ``resources/read`` (``call()``)
+    for the request of ``scope``, gathering the input it asks for; return what to answer.
+
+    At 2026-07-28 (the request carries an envelope) the handler runs in an
+    :class:`InputRound` of the server's :class:`InputRounds`: a missing answer is answered
+    ``input_required``, a state that does not open is refused before the handler runs. On a
+    2025-11-25 session the handler's requests to the client are real requests, and an
+    :class:`InputRequired` it returns is fulfilled with real requests too: all of them at once,
+    children of the handler's request; then the handler runs again with their answers.
+    """
+    request = scope.request
+    assert request is not None, "run through dispatch: the scope of an inbound request"
+    rounds: InputRounds = scope.session.server.input_rounds
+    envelope = getattr(scope, "envelope", None)
+    if envelope is not None:
+        current = rounds.begin(request.method, request.params, envelope.client_capabilities)
+        scope.input_round = current
+        return rounds.run(current, request.params, call)
+    return _serve_handshake_era(scope, rounds, call)
+
+
+def _serve_handshake_era(scope: RequestScope, rounds: InputRounds, call: Callable[[], Any]) -> Any:
+    request = scope.request
+    assert request is not None
+    capabilities = scope.session.peer_capabilities
+    current = InputRound(request.method, capabilities, collects=False)
+    for number in range(rounds.max_rounds + 1):
+        scope.input_round = current
+        result = call()
+        if not isinstance(result, InputRequired):
+            return result
+        if number == rounds.max_rounds:
+            break
+        current._ask_explicitly(result)
+        if current.refusal is not None:
+            raise CapabilityError(current.refusal.message)
+        asked = current.asked
+        if len(asked) > rounds.max_inputs:
+            raise McpError(INTERNAL_ERROR, f"the handler asked for {len(asked)} inputs at once, more than {rounds.max_inputs}")
+        pending = {
+            key: scope.session.submit(entry["method"], dict(entry["params"]), related_request=request.id, cancel_token=scope.token)
+            for key, entry in asked.items()
+        }
+        answers = {key: call_.result() for key, call_ in pending.items()}
+        current = InputRound(
+            request.method, capabilities, rounds_before=number + 1, input_responses=answers, handler_state=result.state, collects=False
+        )
+    raise McpError(INTERNAL_ERROR, f"the handler still needs input after {rounds.max_rounds} rounds")

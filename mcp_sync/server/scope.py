@@ -14,9 +14,12 @@ from ..jsonrpc import RequestId
 from ..lifecycle import Admission, Era, RequestEnvelope, capability_declared
 from ..protocol import InboundRequest
 from ..session import LOG_LEVELS
+from .client_requests import create_message_params, elicit_params
 
 if TYPE_CHECKING:  # pragma: no cover
     import mcp_types
+
+    from .input_rounds import InputRound
 
     from .dispatch import ServerSession
 
@@ -59,6 +62,8 @@ class RequestScope:
         self._request_id = request.id if request is not None and request_id is None else request_id
         self.admission = admission
         """How the session admitted the request (its era and envelope); ``None`` until then."""
+        self.input_round: InputRound | None = None
+        """(the request's own scope) The input round its handler runs in, set before it runs."""
 
     @property
     def session(self) -> ServerSession:
@@ -182,8 +187,20 @@ class RequestScope:
         finally:
             cancel_token.remove_callback(forward)
 
+    def _collecting(self) -> InputRound | None:
+        """The 2026-07-28 input round that answers this request's requests to the client."""
+        root = self._request.context if self._request is not None else None
+        current: InputRound | None = getattr(root, "input_round", None)
+        return current if current is not None and current.collects else None
+
     def list_roots(self, **options: Unpack[CallOptions]) -> list[mcp_types.Root]:
-        """See :meth:`ServerSession.list_roots`."""
+        """See :meth:`ServerSession.list_roots`.
+
+        At 2026-07-28 the roots come from the request's input round (see :doc:`/input-rounds`);
+        ``options`` do not apply there."""
+        current = self._collecting()
+        if current is not None:
+            return list(current.ask("roots/list", {}).roots)
         self._refuse_at_modern("roots", "roots/list")
         with self._linked(options) as scoped:
             return self._session.list_roots(related_request=self._request_id, **scoped)
@@ -197,7 +214,11 @@ class RequestScope:
         extra_params: Mapping[str, Any] | None = None,
         **options: Unpack[CallOptions],
     ) -> mcp_types.CreateMessageResult | mcp_types.CreateMessageResultWithTools:
-        """See :meth:`ServerSession.create_message`."""
+        """See :meth:`ServerSession.create_message` (at 2026-07-28: :meth:`list_roots`)."""
+        current = self._collecting()
+        if current is not None:
+            params = create_message_params(messages, max_tokens=max_tokens, system_prompt=system_prompt, extra_params=extra_params)
+            return current.ask("sampling/createMessage", params)  # type: ignore[no-any-return]
         self._refuse_at_modern("sampling", "sampling/createMessage")
         with self._linked(options) as scoped:
             return self._session.create_message(
@@ -218,7 +239,11 @@ class RequestScope:
         elicitation_id: str | None = None,
         **options: Unpack[CallOptions],
     ) -> mcp_types.ElicitResult:
-        """See :meth:`ServerSession.elicit`."""
+        """See :meth:`ServerSession.elicit` (at 2026-07-28: :meth:`list_roots`)."""
+        current = self._collecting()
+        if current is not None:
+            params = elicit_params(message, requested_schema, url=url, elicitation_id=elicitation_id, mint_id=False)
+            return current.ask("elicitation/create", params)  # type: ignore[no-any-return]
         self._refuse_at_modern("elicitation", "elicitation/create", "url" if url is not None else None)
         with self._linked(options) as scoped:
             return self._session.elicit(
