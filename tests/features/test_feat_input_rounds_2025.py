@@ -6,15 +6,16 @@ test_feat_client_requests.py."""
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 import pytest
 
 from mcp_sync import Context, InputRequired, McpError, Server
 
-from support.messages import requests
+from support.messages import cancels_of, requests, responses_to
 from support.sessions import pair
-from support.waiting import WAIT
+from support.waiting import WAIT, wait_event
 
 FORM = {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}
 
@@ -71,3 +72,29 @@ def test_input_the_client_did_not_declare_makes_the_request_fail():
         assert "elicitation" in info.value.message
         assert requests(p.server_wire.sent, "elicitation/create") == []
     assert len(runs) == 1
+
+
+def test_cancelling_the_call_cancels_the_input_requests_on_the_wire_and_nothing_is_answered():
+    runs: list[tuple[dict[str, Any], Any]] = []
+    started, finished = threading.Event(), threading.Event()
+    seen: dict[str, Any] = {}
+
+    def elicitation(params: dict[str, Any], ctx: Context) -> dict[str, Any]:
+        started.set()
+        seen["cancelled"] = ctx.wait(WAIT)
+        finished.set()
+        return {"action": "decline"}
+
+    with pair(explicit_server(runs), server_workers=1, max_workers=1, elicitation_handler=elicitation, roots=["file:///srv"]) as p:
+        call = p.client.call_tool_future("deploy", {"env": "prod"})
+        wait_event(started, "the client's elicitation handler to start")
+        (nested,) = requests(p.client_wire.snapshot()[1], "elicitation/create")
+        assert call.cancel("stop") is True
+        wait_event(finished, "the elicitation handler to see its token fire")
+        assert seen["cancelled"] is True
+        assert cancels_of(p.client_wire.snapshot()[1], nested["id"]), "the input request must be cancelled on the wire"
+        # a follow-up call on the one worker: the cancelled one has finished by now
+        assert p.client.list_tools(timeout=WAIT)
+        assert responses_to(p.server_wire.snapshot()[0], call.request_id) == []
+        assert responses_to(p.client_wire.snapshot()[0], nested["id"]) == []
+    assert len(runs) == 1, "the handler does not run again after a cancel"
