@@ -349,7 +349,13 @@ def test_explicit_input_for_an_undeclared_capability_is_32021():
 
 @pytest.mark.parametrize(
     "requests",
-    [{"": {"method": "roots/list"}}, {"k": {"method": "ping"}}, {"k": {"method": "roots/list", "params": []}}, {"k": "roots/list"}],
+    [
+        {"": {"method": "roots/list"}},
+        {"k": {"method": "ping"}},
+        {"k": {"method": "roots/list", "params": []}},
+        {"k": "roots/list"},
+        {"roots-1": {"method": "roots/list"}},
+    ],
 )
 def test_a_malformed_explicit_request_is_a_server_bug(requests):
     with pytest.raises(ValueError):

@@ -40,6 +40,7 @@ state); past either the request fails with -32603.
 
 from __future__ import annotations
 
+import re
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -81,6 +82,7 @@ MAX_ROUNDS = 32
 
 _STATE_FORMAT = 1
 _KEY_PREFIX = {"elicitation/create": "elicit", "sampling/createMessage": "sampling", "roots/list": "roots"}
+_IMPLICIT_KEY = re.compile(rf"(?:{'|'.join(_KEY_PREFIX.values())})-[0-9]+")
 
 
 @dataclass(frozen=True)
@@ -91,7 +93,8 @@ class InputRequired:
         input_requests: key -> ``{"method": ..., "params": {...}}``, where the method is one of
             :data:`INPUT_REQUEST_METHODS` (the request as the client would receive it at
             2025-11-25, without ``jsonrpc`` and ``id``). Keys are the handler's own
-            (non-empty strings); at most :data:`MAX_INPUTS_PER_ROUND`. May be empty when
+            (non-empty strings, not of the form of the implicit keys: ``elicit-1``,
+            ``sampling-1``, ``roots-1``); at most :data:`MAX_INPUTS_PER_ROUND`. May be empty when
             ``state`` alone is enough (the client retries at once).
         state: anything JSON-serialisable the handler wants back on the retry, as
             ``ctx.request_state_payload``. It is sealed (signed, readable by the client):
@@ -215,9 +218,19 @@ class InputRound:
         """The -32021 error owed to the client once the handler asked for undeclared input."""
         return self._refusal
 
-    def declares(self, method: str, params: Mapping[str, Any]) -> bool:
-        """True if this request's client capabilities cover the input request."""
-        return _declares(self.client_capabilities, required_capability(method, params))
+    def _check_declared(self, method: str, params: Mapping[str, Any], what: str) -> bool:
+        """Record the -32021 refusal unless this request declares what the input request
+        needs; True once refused (call with the lock held)."""
+        needed = required_capability(method, params)
+        if self._refusal is None and not _declares(self.client_capabilities, needed):
+            ((name, subs),) = needed.items()
+            capability = name + "".join(f".{sub}" for sub in subs)
+            self._refusal = McpError(
+                MISSING_REQUIRED_CLIENT_CAPABILITY,
+                f"{what} needs the client capability {capability!r}, which this request does not declare",
+                {"requiredCapabilities": needed},
+            )
+        return self._refusal is not None
 
     def ask(self, method: str, params: Mapping[str, Any]) -> Any:
         """The parsed answer to the next input request of kind ``method`` in this run.
@@ -230,18 +243,9 @@ class InputRound:
                 answer), or the request's client capabilities do not cover it (a -32021
                 answer is recorded: :attr:`refusal`).
         """
-        needed = required_capability(method, params)
         question = _question(method, params)
         with self._lock:
-            if self._refusal is None and not _declares(self.client_capabilities, needed):
-                ((name, subs),) = needed.items()
-                what = name + "".join(f".{sub}" for sub in subs)
-                self._refusal = McpError(
-                    MISSING_REQUIRED_CLIENT_CAPABILITY,
-                    f"{method} needs the client capability {what!r}, which this request does not declare",
-                    {"requiredCapabilities": needed},
-                )
-            if self._refusal is not None:
+            if self._check_declared(method, params, method):
                 raise InputNeeded(method)
             prefix = _KEY_PREFIX[method]
             number = self._counters.get(prefix, 0) + 1
@@ -267,16 +271,10 @@ class InputRound:
                     f"input request {key!r} must be {{'method': one of {sorted(INPUT_REQUEST_METHODS)}, 'params': {{...}}}}"
                 )
             assert isinstance(method, str)
-            needed = required_capability(method, params)
+            if _IMPLICIT_KEY.fullmatch(key):
+                raise ValueError(f"input request key {key!r} has the form of the implicit keys (elicit-1, sampling-1, roots-1)")
             with self._lock:
-                if self._refusal is None and not _declares(self.client_capabilities, needed):
-                    self._refusal = McpError(
-                        MISSING_REQUIRED_CLIENT_CAPABILITY,
-                        f"input request {key!r} ({method}) needs a client capability this request does not declare",
-                        {"requiredCapabilities": needed},
-                    )
-                if key in self._asked:
-                    raise ValueError(f"input request key {key!r} is also used by an implicit request")
+                self._check_declared(method, params, f"input request {key!r} ({method})")
                 self._asked[key] = {
                     "method": method,
                     "params": dict(params),
