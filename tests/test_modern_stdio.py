@@ -156,10 +156,10 @@ def test_envelope_errors():
         # a client capability the request needs but does not declare: -32021, nothing asked
         undeclared = error_of(c.modern(8, "tools/call", {"name": "ask", "arguments": {}}))
         assert undeclared["code"] == -32021
-        assert undeclared["data"] == {"requiredCapabilities": {"elicitation": {}}}
+        assert undeclared["data"] == {"requiredCapabilities": {"elicitation": {"form": {}}}}
         # declared: still no request to the client at 2026 (multi round-trip input answers it)
         declared = result_of(c.modern(9, "tools/call", {"name": "ask", "arguments": {}}, capabilities={"elicitation": {}}))
-        assert declared["isError"] is True and "no requests to the client" in text(declared)
+        assert declared["resultType"] == "input_required" and list(declared["inputRequests"]) == ["elicit-1"]
         assert result_of(c.modern(10, "tools/call", {"name": "echo", "arguments": {"text": "still"}}))["content"]
     # at 2026 the server wrote only responses: no request, no notification at all
     assert all("method" not in message for message in c.seen), c.seen
