@@ -7,8 +7,16 @@ from typing import Any, Callable
 
 import pytest
 
-from mcp_sync.errors import McpError, RequestStateError, StateExpired, StateKeyUnknown, StateMismatch, StateTampered
-from mcp_sync.request_state import KeyRing, StateSealer
+from mcp_sync.errors import (
+    McpError,
+    RequestStateError,
+    StateExpired,
+    StateKeyUnknown,
+    StateMismatch,
+    StateReplayed,
+    StateTampered,
+)
+from mcp_sync.request_state import KeyRing, MemoryReplayGuard, StateSealer
 from mcp_sync.server.input_rounds import (
     MAX_ROUNDS,
     InputNeeded,
@@ -386,3 +394,14 @@ def test_more_rounds_than_the_bound_fail_with_32603():
 def test_only_the_three_input_methods_take_rounds():
     with pytest.raises(ValueError):
         make_rounds().begin("tools/list", {}, ALL_CAPS)
+
+
+def test_with_a_replay_guard_a_retry_opens_its_state_once():
+    sealer = StateSealer(KeyRing.ephemeral(), replay_guard=MemoryReplayGuard())
+    rounds, handler = InputRounds(sealer), Handler(ask_name)
+    first = handler.serve(rounds, PARAMS)
+    answer = retry(PARAMS, first, {"elicit-1": ACCEPT_ADA})
+    assert handler.serve(rounds, answer) == "hello Ada"
+    with pytest.raises(StateReplayed):
+        handler.serve(rounds, answer)
+    assert handler.entries == 2
