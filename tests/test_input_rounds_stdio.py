@@ -269,3 +269,36 @@ def test_on_a_2025_session_the_same_calls_are_real_requests_to_the_client():
         assert deployed["result"]["content"][0]["text"] == "deployed to dev by Ada"
         assert [m["method"] for m in asked] == ["elicitation/create", "elicitation/create"]
         assert asked[1]["params"]["message"] == "Deploy to dev?"
+
+
+def test_parallel_calls_each_get_their_own_rounds():
+    """Twelve calls in flight at once on one connection, each retried with its own answer: no
+    answer or state reaches another call (a state only opens for the params it was sealed for)."""
+    rooms = [f"R{i}" for i in range(12)]
+
+    def call(params: dict[str, Any], request_id: int) -> dict[str, Any]:
+        return {"jsonrpc": "2.0", "id": request_id, "method": "tools/call", "params": {**params, "_meta": envelope(ALL_CAPS)}}
+
+    def gather(client: JsonLines, ids: list[int]) -> dict[int, dict[str, Any]]:
+        got: dict[int, dict[str, Any]] = {}
+        while len(got) < len(ids):
+            message = client.next_message()
+            assert "method" not in message, message
+            got[message["id"]] = message
+        return got
+
+    with serving() as client:
+        params = {room: {"name": "book", "arguments": {"room": room}} for room in rooms}
+        for n, room in enumerate(rooms):
+            client.send(call(params[room], 100 + n))
+        firsts = gather(client, [100 + n for n in range(len(rooms))])
+        for n, room in enumerate(rooms):
+            answer = {"elicit-1": {"action": "accept", "content": {"name": f"who-{room}"}}}
+            client.send(call(retry(params[room], firsts[100 + n], answer), 200 + n))
+        # one more retry: call 0's answer with call 1's state is refused
+        client.send(call(retry(params[rooms[0]], firsts[101], {"elicit-1": ADA}), 300))
+        done = gather(client, [200 + n for n in range(len(rooms))] + [300])
+        for n, room in enumerate(rooms):
+            assert done[200 + n]["result"]["content"][0]["text"] == f"{room} booked for who-{room}"
+        assert done[300]["error"]["data"]["reason"] == "params_mismatch"
+        assert client.entries() == {"book": 2 * len(rooms)}
