@@ -32,6 +32,8 @@ The tree (stdlib bases in brackets; code that catches those keeps working)::
      |    +-- WaitTimeout             a wait's own timeout passed (the call goes on)
      +-- [concurrent.futures.CancelledError]
           +-- Cancelled               the work was cancelled
+    [BaseException]
+     +-- InputNeeded                  a handler stops until the client's input arrives (a signal)
 
 (:class:`WaitTimeout` is also a :class:`concurrent.futures.TimeoutError`; on Python >= 3.11 it
 is that class.)
@@ -79,6 +81,7 @@ __all__ = [
     "StateReplayed",
     "PayloadTooLarge",
     "BusUnavailable",
+    "InputNeeded",
     "describe_base_exception",
 ]
 
@@ -333,3 +336,15 @@ def describe_base_exception(exc: BaseException) -> str:
     or another exception that is not an :class:`Exception`."""
     text = str(exc)
     return f"the handler raised {type(exc).__name__}" + (f": {text}" if text else "")
+
+
+class InputNeeded(BaseException):
+    """Stops a handler whose ``ctx.session.elicit(...)`` (``create_message``, ``list_roots``)
+    has no answer yet, so that the library can answer ``input_required`` for it (revision
+    2026-07-28; see :doc:`/input-rounds`).
+
+    It derives from :class:`BaseException`, like :class:`KeyboardInterrupt`, so that the
+    ``except Exception`` of handler code lets it pass. Do not catch it (or re-raise it): a
+    handler that swallows it still gets ``input_required`` answered, and whatever it returns
+    instead is dropped. It never reaches the client.
+    """

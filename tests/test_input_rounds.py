@@ -8,6 +8,7 @@ from typing import Any, Callable
 import pytest
 
 from mcp_sync.errors import (
+    InputNeeded,
     McpError,
     RequestStateError,
     StateExpired,
@@ -19,7 +20,6 @@ from mcp_sync.errors import (
 from mcp_sync.request_state import KeyRing, MemoryReplayGuard, StateSealer
 from mcp_sync.server.input_rounds import (
     MAX_ROUNDS,
-    InputNeeded,
     InputRequired,
     InputRound,
     InputRounds,

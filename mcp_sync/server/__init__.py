@@ -32,7 +32,7 @@ feature handlers (:mod:`~mcp_sync.server.tools`, :mod:`~mcp_sync.server.resource
 """
 
 from .dispatch import ServerSession
-from .input_rounds import InputNeeded, InputRequired
+from .input_rounds import InputRequired
 from .logging_bridge import McpLogHandler
 from .records import RegisteredPrompt, RegisteredResource, RegisteredTool
 from .scope import RequestScope
@@ -49,5 +49,4 @@ __all__ = [
     "RequestScope",
     "McpLogHandler",
     "InputRequired",
-    "InputNeeded",
 ]

@@ -14,7 +14,7 @@ Two ways for a handler to take part, both served by :class:`InputRounds`:
   ``list_roots(...)`` as it does on a 2025-11-25 session. The *n*-th call of a kind in one run
   of the handler has a fixed key (``elicit-1``, ``sampling-2``, ``roots-1``). If the answer to
   that key is known (sealed in the state by an earlier round, or in this retry's
-  ``inputResponses``), the call returns it; otherwise the call raises :class:`InputNeeded`,
+  ``inputResponses``), the call returns it; otherwise the call raises :class:`~mcp_sync.errors.InputNeeded`,
   which stops the handler, and the library answers ``input_required`` on its behalf. The
   retry runs the handler again from the top, so the same call now returns its answer. Code
   before such a call therefore **runs once per round**: keep it free of side effects, or
@@ -46,7 +46,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ..errors import CapabilityError, McpError
+from ..errors import CapabilityError, InputNeeded, McpError
 from ..jsonrpc import INTERNAL_ERROR, INVALID_PARAMS, MISSING_REQUIRED_CLIENT_CAPABILITY
 from ..lifecycle import capability_declared
 from ..request_state import StateSealer, params_digest
@@ -61,7 +61,6 @@ __all__ = [
     "MAX_INPUTS_PER_ROUND",
     "MAX_ROUNDS",
     "InputRequired",
-    "InputNeeded",
     "InputRound",
     "InputRounds",
     "required_capability",
@@ -106,17 +105,6 @@ class InputRequired:
 
     input_requests: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     state: Any = None
-
-
-class InputNeeded(BaseException):
-    """Stops a handler whose ``ctx.session.elicit(...)`` (``create_message``, ``list_roots``)
-    has no answer yet, so that the library can answer ``input_required`` for it.
-
-    It derives from :class:`BaseException`, like :class:`KeyboardInterrupt`, so that the
-    ``except Exception`` of handler code lets it pass. Do not catch it (or re-raise it): a
-    handler that swallows it still gets ``input_required`` answered, and whatever it returns
-    instead is dropped.
-    """
 
 
 def required_capability(method: str, params: Mapping[str, Any]) -> dict[str, Any]:

@@ -8,10 +8,10 @@ from typing import TYPE_CHECKING, Any
 from .. import deadlines
 from ..cancel import CancelToken
 from ..context import Context
-from ..errors import ArgumentError, Cancelled, McpError, describe_base_exception
+from ..errors import ArgumentError, Cancelled, InputNeeded, McpError, describe_base_exception
 from ..jsonrpc import INVALID_PARAMS
 from ..protocol import InboundRequest
-from .input_rounds import InputNeeded, InputRequired
+from .input_rounds import InputRequired
 from .pagination import paginate
 from .tool_results import to_call_tool_result, tool_error
 
@@ -32,7 +32,7 @@ def list_tools(session: ServerSession, request: InboundRequest, token: CancelTok
 def call_tool(session: ServerSession, request: InboundRequest, token: CancelToken) -> dict[str, Any] | InputRequired:
     """``tools/call``: run the tool; its failures, a timeout and bad arguments are tool errors.
 
-    The input rounds' signal (:class:`~mcp_sync.server.InputNeeded`) and an
+    The input rounds' signal (:class:`~mcp_sync.errors.InputNeeded`) and an
     :class:`~mcp_sync.server.InputRequired` the tool returns are not results:
     they go up to the input rounds as they are."""
     params = request.params
