@@ -196,8 +196,10 @@ class RequestScope:
     def list_roots(self, **options: Unpack[CallOptions]) -> list[mcp_types.Root]:
         """See :meth:`ServerSession.list_roots`.
 
-        At 2026-07-28 the roots come from the request's input round (see :doc:`/input-rounds`);
-        ``options`` do not apply there."""
+        At 2026-07-28 no request is sent: the answer comes from the request's input round
+        (:doc:`/input-rounds`). Without it yet, the handler is stopped, the client is asked
+        through ``input_required``, and its retry runs the handler again from the top -- so
+        the code before this call may run more than once. ``options`` do not apply there."""
         current = self._collecting()
         if current is not None:
             return list(current.ask("roots/list", {}).roots)
