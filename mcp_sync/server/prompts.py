@@ -13,7 +13,7 @@ from ..errors import McpError
 from ..jsonrpc import INVALID_PARAMS
 from ..protocol import InboundRequest
 from ..wire import model_to_wire
-from .input_rounds import InputRequired
+from . import input_rounds
 from .pagination import paginate
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -73,7 +73,7 @@ def list_prompts(session: ServerSession, request: InboundRequest, token: CancelT
     return paginate(items, request.params, session.server.page_size, "prompts")
 
 
-def get_prompt(session: ServerSession, request: InboundRequest, token: CancelToken) -> dict[str, Any] | InputRequired:
+def get_prompt(session: ServerSession, request: InboundRequest, token: CancelToken) -> dict[str, Any] | input_rounds.InputRequired:
     """``prompts/get``: call the prompt's function with the request's arguments."""
     name = request.params.get("name")
     prompt = session.server.registry.prompt(name) if isinstance(name, str) else None
@@ -85,6 +85,6 @@ def get_prompt(session: ServerSession, request: InboundRequest, token: CancelTok
     ctx = Context(session, request, token)
     kwargs = prompt.signature.bind(arguments, ctx)
     value = prompt.signature.fn(**kwargs)
-    if isinstance(value, InputRequired):
+    if isinstance(value, input_rounds.InputRequired):
         return value
     return to_prompt_result(value, prompt.description)

@@ -15,7 +15,7 @@ from ..errors import McpError
 from ..jsonrpc import INVALID_PARAMS, RESOURCE_NOT_FOUND
 from ..protocol import InboundRequest
 from ..wire import model_to_wire
-from .input_rounds import InputRequired
+from . import input_rounds
 from .pagination import paginate
 from .records import RegisteredResource
 
@@ -99,14 +99,14 @@ def find_resource(resources: list[RegisteredResource], uri: Any) -> tuple[Regist
     raise McpError(RESOURCE_NOT_FOUND, f"Resource not found: {uri}", {"uri": uri})
 
 
-def read_resource(session: ServerSession, request: InboundRequest, token: CancelToken) -> dict[str, Any] | InputRequired:
+def read_resource(session: ServerSession, request: InboundRequest, token: CancelToken) -> dict[str, Any] | input_rounds.InputRequired:
     """``resources/read``: call the resource's function."""
     uri = request.params.get("uri")
     resource, values = find_resource(session.server.registry.resources(), uri)
     ctx = Context(session, request, token)
     kwargs = resource.signature.bind(values, ctx)
     value = resource.signature.fn(**kwargs)
-    if isinstance(value, InputRequired):
+    if isinstance(value, input_rounds.InputRequired):
         return value
     return to_resource_contents(value, str(uri), resource.mime_type)
 

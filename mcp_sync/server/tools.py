@@ -11,7 +11,7 @@ from ..context import Context
 from ..errors import ArgumentError, Cancelled, InputNeeded, McpError, describe_base_exception
 from ..jsonrpc import INVALID_PARAMS
 from ..protocol import InboundRequest
-from .input_rounds import InputRequired
+from . import input_rounds
 from .pagination import paginate
 from .tool_results import to_call_tool_result, tool_error
 
@@ -29,7 +29,7 @@ def list_tools(session: ServerSession, request: InboundRequest, token: CancelTok
     return paginate(tools, request.params, session.server.page_size, "tools")
 
 
-def call_tool(session: ServerSession, request: InboundRequest, token: CancelToken) -> dict[str, Any] | InputRequired:
+def call_tool(session: ServerSession, request: InboundRequest, token: CancelToken) -> dict[str, Any] | input_rounds.InputRequired:
     """``tools/call``: run the tool; its failures, a timeout and bad arguments are tool errors.
 
     The input rounds' signal (:class:`~mcp_sync.errors.InputNeeded`) and an
@@ -81,6 +81,6 @@ def call_tool(session: ServerSession, request: InboundRequest, token: CancelToke
     finally:
         if deadline is not None:
             deadline.cancel()
-    if isinstance(value, InputRequired):
+    if isinstance(value, input_rounds.InputRequired):
         return value
     return tool.check_output(to_call_tool_result(value, tool.wrap_output))
