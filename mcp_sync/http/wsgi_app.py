@@ -31,6 +31,10 @@ thread per connection, which this module re-exports).
 * A POSTed ``notifications/cancelled`` cancels the request in *that session only*: the
   handler's token fires and the request's stream ends with no response. A client that
   disconnects does not cancel anything (2025-11-25), and leaks nothing.
+* A POST carrying a 2026-07-28 request (its body's envelope, or an ``MCP-Protocol-Version``
+  of 2026-07-28) is served statelessly (:mod:`mcp_sync.http.stateless`): no session, its
+  routing headers checked against the body (:mod:`mcp_sync.http.routing_headers`).
+  ``modern_only=True`` serves nothing else (``GET``/``DELETE``: ``405``).
 """
 
 from __future__ import annotations
@@ -63,7 +67,9 @@ from .checks import HostAllowList, Refusal, check_content_type, read_body
 from ..lifecycle import HANDSHAKE_VERSIONS
 from ..protocol import CANCELLED_METHOD as CANCELLED
 from ..transports.batching import BATCH_REVISIONS, EMPTY_BATCH, split_batch
+from .routing_headers import check_routing_headers
 from .session_transport import HttpSessionTransport
+from .stateless import StatelessRequest, handshake_refusal, is_modern_post, refuse
 from .sse import EventStream, parse_event_id
 from ..workers import DEFAULT_WAIT_WARNING, PoolStats, WorkerPool
 
@@ -198,6 +204,8 @@ class McpWsgiApp:
             beyond it gets ``503`` with ``Retry-After`` (the server is busy, not the client
             misbehaving). Keep it below the WSGI server's thread count.
         stream_retry: seconds in the ``retry:`` hint and the 503's ``Retry-After``.
+        modern_only: serve protocol 2026-07-28 only: every POST is served statelessly,
+            ``initialize`` is refused (-32022), and ``GET``/``DELETE`` get ``405``.
         max_sessions: live sessions at most; one more ``initialize`` gets ``503`` (after
             idle sessions have been expired to make room).
         max_workers: threads of the one handler pool that every session shares. Threads
@@ -238,6 +246,7 @@ class McpWsgiApp:
         stream_lifetime: float | None = STREAM_LIFETIME,
         max_standalone_streams: int = MAX_STANDALONE_STREAMS,
         stream_retry: float = STREAM_RETRY,
+        modern_only: bool = False,
     ) -> None:
         self.server = server
         self.path = path
@@ -270,6 +279,7 @@ class McpWsgiApp:
         self.stream_retry = stream_retry
         self._streams_lock = threading.Lock()
         self._standalone_open = 0
+        self.modern_only = modern_only
 
     # -- sessions -----------------------------------------------------------------------------
     @property
@@ -398,6 +408,8 @@ class McpWsgiApp:
         method = environ.get("REQUEST_METHOD", "GET")
         if method == "POST":
             return self._post(environ, start_response)
+        if self.modern_only:
+            return _plain(start_response, "405 Method Not Allowed", "protocol 2026-07-28 is served by POST only", [("Allow", "POST")])
         if method == "GET":
             return self._get(environ, start_response)
         if method == "DELETE":
@@ -477,6 +489,9 @@ class McpWsgiApp:
         if isinstance(message, InvalidMessage):
             reply = message.reply or ErrorResponse(None, INVALID_REQUEST, message.detail)
             return _json(start_response, "400 Bad Request", encode(reply))
+        method = message.method if isinstance(message, Request) else None
+        if isinstance(message, (Request, Notification)) and (self.modern_only or is_modern_post(environ, message.params, method)):
+            return self._post_modern(environ, message, body, start_response)
         is_initialize = isinstance(message, Request) and message.method == "initialize"
         entry: _HttpSession | None
         if is_initialize:
@@ -522,6 +537,31 @@ class McpWsgiApp:
             [*_SSE_HEADERS, *headers],
         )
         return stream.events(0, keepalive=self.keepalive, stop=self._stopping)  # first: a priming event, which sends the headers at once
+
+    def _post_modern(self, environ: dict[str, Any], message: Request | Notification, body: bytes, start_response: StartResponse) -> Iterable[bytes]:
+        """A 2026-07-28 message, served statelessly: no session, no ``Mcp-Session-Id``,
+        ``Last-Event-ID`` ignored. A notification is accepted (``202``) and dropped: at
+        2026-07-28 none of them asks anything of a server over HTTP."""
+        if not isinstance(message, Request):
+            return _plain(start_response, "202 Accepted", "")
+        error = handshake_refusal(message) or check_routing_headers(environ, message.method, message.params)
+        if error is not None:
+            answer = refuse(message, error)
+            return _json(start_response, answer.status, answer.body)
+        busy = self._busy_reply(message)
+        if busy is not None:
+            return _json(start_response, "503 Service Unavailable", busy, [("Retry-After", "5")])
+        if self._stopping.is_set():
+            return _jsonrpc_error(start_response, "503 Service Unavailable", SERVER_BUSY, "the server is shutting down", message.id)
+        served = StatelessRequest(self.server, self.pool, message, body.replace(b"\n", b" "))
+        try:
+            reply = served.wait_answer(self.request_timeout)
+        finally:
+            served.end()
+        if reply is None:
+            detail = f"no answer within the server's request_timeout of {self.request_timeout:g} s"
+            return _jsonrpc_error(start_response, "503 Service Unavailable", SERVER_BUSY, detail, message.id)
+        return _json(start_response, reply.status, reply.body)
 
     @staticmethod
     def _deliver(entry: _HttpSession, message: Message, line: bytes) -> None:

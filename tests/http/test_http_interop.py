@@ -313,6 +313,8 @@ def official_client_run(tmp_path_factory: pytest.TempPathFactory) -> OfficialCli
                 str(PEERS / "official_http_client.py"),
                 handle.url,
                 json.dumps(steps),
+                "--mode",  # the 2025-11-25 session features (2026 traffic: test_http_modern_official_client)
+                "legacy",
                 "--roots",
                 "file:///srv/roots",
                 "--callback-delay",
@@ -465,7 +467,7 @@ def test_official_client_reconnects_after_our_stream_lifetime_and_misses_nothing
     handle = serve_http(gate, "127.0.0.1", 0)
     try:
         completed = subprocess.run(
-            [PYTHON, str(PEERS / "official_http_client.py"), handle.url, json.dumps(steps), "--overall-timeout", "30"],
+            [PYTHON, str(PEERS / "official_http_client.py"), handle.url, json.dumps(steps), "--mode", "legacy", "--overall-timeout", "30"],
             capture_output=True,
             timeout=START_LIMIT + 30,
             env=_peer_env(),

@@ -300,7 +300,7 @@ def test_close_joins_handlers_that_honour_their_cancellation(probe, serve, raw):
 
 # -- sessionless requests ------------------------------------------------------------------------------
 @pytest.mark.parametrize("request_id", [7, "seven"])
-@pytest.mark.parametrize("method", ["tools/list", "server/discover"])
+@pytest.mark.parametrize("method", ["tools/list", "resources/list"])  # server/discover: served statelessly (test_http_modern)
 def test_a_request_without_a_session_gets_its_id_echoed(probe, serve, method, request_id):
     handle = serve(make_server(probe))
     headers = {"Accept": JSON_ONLY, "Content-Type": "application/json"}

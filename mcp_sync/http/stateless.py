@@ -1,0 +1,113 @@
+"""Serving one 2026-07-28 Streamable HTTP request statelessly.
+
+At 2026-07-28 each POST is self-contained: version, client capabilities and client identity
+travel in the request's envelope, so no ``Mcp-Session-Id`` is issued and nothing is kept
+between requests. :class:`StatelessRequest` serves one request on a short-lived
+:class:`~mcp_sync.server.ServerSession` of its own (over a one-shot
+:class:`~mcp_sync.http.session_transport.HttpSessionTransport`), so that it is admitted
+and dispatched exactly as on any other connection (envelope checks, capability checks,
+result stamping), while its handler runs on the app's shared pool. The session ends with
+the request: answered, refused, or cancelled.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Mapping
+
+from ..errors import McpError
+from ..jsonrpc import INVALID_PARAMS, UNSUPPORTED_PROTOCOL_VERSION, ErrorResponse, Request, encode
+from ..lifecycle import MODERN_VERSIONS, PROTOCOL_VERSION_KEY, Era, Lifecycle
+from ..workers import WorkerPool
+from .routing_headers import http_status_for
+from .session_transport import HttpSessionTransport
+from .sse import EventStream
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..server import Server, ServerSession
+
+__all__ = ["Answer", "StatelessRequest", "handshake_refusal", "is_modern_post", "refuse"]
+
+_UNRELATED_KEPT = 8
+"""Messages of a one-shot session that belong to no request (dropped: nobody reads them)."""
+
+
+@dataclass(frozen=True)
+class Answer:
+    """What a 2026-07-28 POST is answered with: an HTTP status and a JSON body."""
+
+    status: str
+    body: bytes
+
+
+def is_modern_post(environ: Mapping[str, Any], params: Any, method: str | None) -> bool:
+    """True when a POSTed message is 2026-07-28 traffic: its ``MCP-Protocol-Version`` header
+    names a 2026-07-28 revision, or (for a request, ``method`` given) its body carries an
+    envelope (or it is ``server/discover``)."""
+    if environ.get("HTTP_MCP_PROTOCOL_VERSION") in MODERN_VERSIONS:
+        return True
+    if method is not None:
+        return Lifecycle.classify(method, params) is Era.MODERN
+    meta = params.get("_meta") if isinstance(params, Mapping) else None
+    return isinstance(meta, Mapping) and PROTOCOL_VERSION_KEY in meta
+
+
+def refuse(request: Request, error: McpError) -> Answer:
+    """The answer that refuses ``request`` with ``error``, with the status its code calls for."""
+    return Answer(http_status_for(error.code), encode(ErrorResponse(request.id, error.code, error.message, error.data)))
+
+
+def handshake_refusal(request: Request) -> McpError | None:
+    """The error owed to a request without an envelope on a 2026-07-28 path: ``initialize``
+    gets -32022 naming the served versions; any other request the -32602 of its missing
+    envelope. ``None`` for an enveloped request (admission judges it)."""
+    if Lifecycle.classify(request.method, request.params) is Era.MODERN:
+        return None
+    if request.method == "initialize":
+        requested = request.params.get("protocolVersion") if request.params else None
+        return McpError(
+            UNSUPPORTED_PROTOCOL_VERSION,
+            "this endpoint serves protocol 2026-07-28 only: send requests with params._meta instead of initialize",
+            {"supported": list(MODERN_VERSIONS), "requested": requested},
+        )
+    try:
+        Lifecycle.read_envelope(request.params)
+    except McpError as exc:
+        return exc
+    return McpError(INVALID_PARAMS, "the request carries no 2026-07-28 envelope")  # pragma: no cover
+
+
+class StatelessRequest:
+    """One 2026-07-28 request being served on a one-shot session.
+
+    Create it, then :meth:`wait_answer`; :meth:`end` (always, in a ``finally``) ends the
+    session and cancels the handler if it is still running.
+    """
+
+    def __init__(self, server: Server, pool: WorkerPool, request: Request, line: bytes) -> None:
+        self.request = request
+        self._transport = HttpSessionTransport("stateless", replay=_UNRELATED_KEPT)
+        self._session: ServerSession = server.connect(self._transport, read=False, pool=pool, batches=False)
+        stream = self._transport.open_request_stream(request.id, json_mode=True)
+        assert stream is not None  # a fresh transport knows no id yet
+        self.stream: EventStream = stream
+        self._session.endpoint.receive_line(line)
+        self._transport.request_received(request.id)
+
+    def wait_answer(self, timeout: float) -> Answer | None:
+        """The answer once the response came (within ``timeout`` seconds); ``None`` when it
+        did not, or the request was cancelled."""
+        data = self.stream.wait_for_event(timeout)
+        if data is None:
+            return None
+        try:
+            error = json.loads(data).get("error")
+        except (ValueError, AttributeError):  # pragma: no cover - the endpoint writes JSON objects
+            error = None
+        code = error.get("code") if isinstance(error, dict) else None
+        return Answer(http_status_for(code if isinstance(code, int) else None), data)
+
+    def end(self) -> None:
+        """End the one-shot session: a handler still running is cancelled (not waited for)."""
+        self._session.endpoint.close(0.0, join=False)
