@@ -13,8 +13,10 @@ the request: answered, refused, or cancelled.
 from __future__ import annotations
 
 import json
+import threading
+import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import TYPE_CHECKING, Any, Iterator, Mapping
 
 from ..errors import McpError
 from ..jsonrpc import INVALID_PARAMS, UNSUPPORTED_PROTOCOL_VERSION, ErrorResponse, Request, encode
@@ -27,7 +29,11 @@ from .sse import EventStream
 if TYPE_CHECKING:  # pragma: no cover
     from ..server import Server, ServerSession
 
-__all__ = ["Answer", "StatelessRequest", "handshake_refusal", "is_modern_post", "refuse"]
+__all__ = ["KEEPALIVE_COMMENT", "Answer", "StatelessRequest", "handshake_refusal", "is_modern_post", "refuse"]
+
+KEEPALIVE_COMMENT = b": ping\n\n"
+"""The SSE comment a long 2026-07-28 answer sends while its handler runs: writing it is how
+the app notices that the client closed the stream."""
 
 _UNRELATED_KEPT = 8
 """Messages of a one-shot session that belong to no request (dropped: nobody reads them)."""
@@ -107,6 +113,27 @@ class StatelessRequest:
             error = None
         code = error.get("code") if isinstance(error, dict) else None
         return Answer(http_status_for(code if isinstance(code, int) else None), data)
+
+    def sse_events(self, keepalive: float, timeout: float, stop: threading.Event) -> Iterator[bytes]:
+        """The body of an SSE answer: a keep-alive comment at once (it sends the headers)
+        and every ``keepalive`` seconds while the handler runs, then the response as one
+        ``message`` event. Ends without a response when the request is cancelled, the app
+        stops (``stop``), or ``timeout`` seconds pass (the caller's :meth:`end` cancels the
+        handler then). A client that closes the stream makes a write fail, or the WSGI
+        server close this iterator: either way :meth:`end` runs and cancels the handler."""
+        end = time.monotonic() + timeout
+        yield KEEPALIVE_COMMENT
+        while not stop.is_set():
+            remaining = end - time.monotonic()
+            if remaining <= 0:
+                return
+            data = self.stream.wait_for_event(min(keepalive, remaining))
+            if data is not None:
+                yield b"event: message\ndata: " + data.rstrip(b"\n") + b"\n\n"
+                return
+            if self.stream.ended:
+                return  # cancelled: no response, ever
+            yield KEEPALIVE_COMMENT
 
     def end(self) -> None:
         """End the one-shot session: a handler still running is cancelled (not waited for)."""

@@ -204,6 +204,10 @@ class McpWsgiApp:
             beyond it gets ``503`` with ``Retry-After`` (the server is busy, not the client
             misbehaving). Keep it below the WSGI server's thread count.
         stream_retry: seconds in the ``retry:`` hint and the 503's ``Retry-After``.
+        modern_json_window: seconds a 2026-07-28 request's answer is awaited as plain JSON;
+            a call that runs longer (and whose client accepts SSE) is answered as SSE with
+            keep-alive comments every ``keepalive`` seconds, so that a client closing the
+            stream cancels the handler.
         modern_only: serve protocol 2026-07-28 only: every POST is served statelessly,
             ``initialize`` is refused (-32022), and ``GET``/``DELETE`` get ``405``.
         max_sessions: live sessions at most; one more ``initialize`` gets ``503`` (after
@@ -246,6 +250,7 @@ class McpWsgiApp:
         stream_lifetime: float | None = STREAM_LIFETIME,
         max_standalone_streams: int = MAX_STANDALONE_STREAMS,
         stream_retry: float = STREAM_RETRY,
+        modern_json_window: float = 1.0,
         modern_only: bool = False,
     ) -> None:
         self.server = server
@@ -280,6 +285,7 @@ class McpWsgiApp:
         self._streams_lock = threading.Lock()
         self._standalone_open = 0
         self.modern_only = modern_only
+        self.modern_json_window = modern_json_window
 
     # -- sessions -----------------------------------------------------------------------------
     @property
@@ -491,7 +497,7 @@ class McpWsgiApp:
             return _json(start_response, "400 Bad Request", encode(reply))
         method = message.method if isinstance(message, Request) else None
         if isinstance(message, (Request, Notification)) and (self.modern_only or is_modern_post(environ, message.params, method)):
-            return self._post_modern(environ, message, body, start_response)
+            return self._post_modern(environ, message, body, start_response, wants_sse)
         is_initialize = isinstance(message, Request) and message.method == "initialize"
         entry: _HttpSession | None
         if is_initialize:
@@ -538,10 +544,14 @@ class McpWsgiApp:
         )
         return stream.events(0, keepalive=self.keepalive, stop=self._stopping)  # first: a priming event, which sends the headers at once
 
-    def _post_modern(self, environ: dict[str, Any], message: Request | Notification, body: bytes, start_response: StartResponse) -> Iterable[bytes]:
+    def _post_modern(
+        self, environ: dict[str, Any], message: Request | Notification, body: bytes, start_response: StartResponse, wants_sse: bool
+    ) -> Iterable[bytes]:
         """A 2026-07-28 message, served statelessly: no session, no ``Mcp-Session-Id``,
         ``Last-Event-ID`` ignored. A notification is accepted (``202``) and dropped: at
-        2026-07-28 none of them asks anything of a server over HTTP."""
+        2026-07-28 none of them asks anything of a server over HTTP. A request answered
+        within ``modern_json_window`` gets JSON; a longer one SSE, where closing the stream
+        cancels it."""
         if not isinstance(message, Request):
             return _plain(start_response, "202 Accepted", "")
         error = handshake_refusal(message) or check_routing_headers(environ, message.method, message.params)
@@ -554,10 +564,17 @@ class McpWsgiApp:
         if self._stopping.is_set():
             return _jsonrpc_error(start_response, "503 Service Unavailable", SERVER_BUSY, "the server is shutting down", message.id)
         served = StatelessRequest(self.server, self.pool, message, body.replace(b"\n", b" "))
+        sse = wants_sse and not self.json_response
         try:
-            reply = served.wait_answer(self.request_timeout)
-        finally:
+            reply = served.wait_answer(self.modern_json_window if sse else self.request_timeout)
+        except BaseException:
             served.end()
+            raise
+        if reply is None and sse and not served.stream.ended:
+            start_response("200 OK", list(_SSE_HEADERS))
+            # the body's close() (after the answer, or when the client went away) ends it
+            return _StandaloneBody(served.sse_events(self.keepalive, self.request_timeout, self._stopping), served.end)
+        served.end()
         if reply is None:
             detail = f"no answer within the server's request_timeout of {self.request_timeout:g} s"
             return _jsonrpc_error(start_response, "503 Service Unavailable", SERVER_BUSY, detail, message.id)
@@ -732,8 +749,9 @@ class McpWsgiApp:
 
 
 class _StandaloneBody:
-    """The WSGI body of a standalone stream: gives its slot back once the server closes it
-    (every WSGI server calls ``close()``, even on a body it never iterated)."""
+    """A WSGI body that runs ``release`` once the server closes it (every WSGI server calls
+    ``close()``, even on a body it never iterated, and after a failed write): a standalone
+    stream gives its slot back, a 2026-07-28 answer cancels its handler."""
 
     def __init__(self, events: Iterator[bytes], release: Callable[[], None]) -> None:
         self._events = events

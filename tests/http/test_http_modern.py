@@ -20,14 +20,23 @@ from mcp_sync.http import McpWsgiApp, serve_http
 from mcp_sync.http.routing_headers import decode_header_value
 
 from support.http import ACCEPT_BOTH, run_waitress
+from support.probes import GateProbe
+from support.waiting import WAIT
 from support.messages import initialize_request, notification
 
 MODERN = "2026-07-28"
 ENVELOPE = {"io.modelcontextprotocol/protocolVersion": MODERN, "io.modelcontextprotocol/clientCapabilities": {}}
 
 
-def make_modern_server() -> Server:
+def make_modern_server(probe: GateProbe | None = None) -> Server:
     server = Server("modern-http", version="1.0.0")
+    gates = probe or GateProbe()
+
+    @server.tool()
+    def gated(tag: str, ctx: Context) -> str:
+        """Block until the test releases ``tag`` or the request is cancelled."""
+        cancelled = gates.gate(tag, ctx)
+        return f"{tag}: {'cancelled' if cancelled else 'released'}"
 
     @server.tool()
     def echo(text: str) -> str:
@@ -53,8 +62,8 @@ def serve_app(request: pytest.FixtureRequest) -> Iterator[Callable[..., str]]:
     """``serve_app(**options)`` -> the URL of a fresh :class:`McpWsgiApp` under a real WSGI server."""
     stops: list[Callable[[], None]] = []
 
-    def start(**options: Any) -> str:
-        app = McpWsgiApp(make_modern_server(), path="/mcp", **options)
+    def start(probe: GateProbe | None = None, **options: Any) -> str:
+        app = McpWsgiApp(make_modern_server(probe), path="/mcp", **options)
         if request.param == "embedded":
             handle = serve_http(app, "127.0.0.1", 0)
             stops.append(handle.stop)
@@ -218,3 +227,45 @@ def test_modern_only_refuses_get_delete_and_initialize(serve_app: Callable[..., 
 )
 def test_header_values_decode(value: str, decoded: str | None) -> None:
     assert decode_header_value(value) == decoded
+
+
+# -- long calls: SSE, and closing the stream cancels ---------------------------------------------------
+def test_a_long_call_is_answered_as_sse_with_keepalive_comments(serve_app: Callable[..., str]) -> None:
+    probe = GateProbe()
+    url = serve_app(probe, modern_json_window=0.05, keepalive=0.05)
+    body = modern("tools/call", {"name": "gated", "arguments": {"tag": "long"}}, "L")
+    chunks: list[bytes] = []
+    with httpx.stream("POST", url, content=json.dumps(body), headers={"Content-Type": "application/json", **headers_for(body)}, timeout=WAIT) as response:
+        assert response.status_code == 200
+        assert response.headers["content-type"].startswith("text/event-stream")
+        assert response.headers["x-accel-buffering"] == "no"
+        assert "mcp-session-id" not in response.headers
+        raw = response.iter_raw()
+        for chunk in raw:
+            chunks.append(chunk)
+            if b"".join(chunks).count(b": ping") >= 2:
+                break
+        assert probe.started("long").wait(WAIT)
+        probe.release("long")
+        chunks.extend(raw)
+    text = b"".join(chunks).decode()
+    assert text.startswith(": ping\n\n")
+    (event,) = [part for part in text.split("\n\n") if part.startswith("event: message")]
+    answer = json.loads(event.split("data: ", 1)[1])
+    assert answer["id"] == "L"
+    assert answer["result"]["content"][0]["text"] == "long: released"
+    assert not probe.cancelled("long").is_set()
+
+
+def test_closing_the_stream_cancels_the_handler(serve_app: Callable[..., str]) -> None:
+    probe = GateProbe()
+    url = serve_app(probe, modern_json_window=0.05, keepalive=0.05)
+    body = modern("tools/call", {"name": "gated", "arguments": {"tag": "gone"}}, 9)
+    with httpx.stream("POST", url, content=json.dumps(body), headers={"Content-Type": "application/json", **headers_for(body)}, timeout=WAIT) as response:
+        assert response.headers["content-type"].startswith("text/event-stream")
+        first = next(response.iter_raw())
+        assert first.startswith(b": ping")
+        assert probe.started("gone").wait(WAIT)
+    # the connection is closed: the next keep-alive write fails and the handler's token fires
+    assert probe.cancelled("gone").wait(WAIT)
+    assert not probe.completed("gone").is_set()
