@@ -296,7 +296,7 @@ def test_close_sends_delete(served, raw):
 
 def test_server_stop_fails_pending_calls(probe, serve):
     handle = serve(make_server(probe))
-    client = Client.connect(HttpClientTransport(handle.url, reconnect=ReconnectPolicy(delay=0.05)))
+    client = Client.connect(HttpClientTransport(handle.url, reconnect=ReconnectPolicy(delay=0.05)), protocol="legacy")  # as Client.http
     try:
         future = client.call_tool_future("gated", {"tag": "s"})
         assert probe.started("s").wait(WAIT)
