@@ -89,13 +89,13 @@ from .lifecycle import (
     Role,
     State,
 )
-from .negotiation import DISCOVER_TIMEOUT, discovered_server, parse_protocol
+from .negotiation import DISCOVER_TIMEOUT, ProtocolChoice, discovered_server, parse_protocol
 from .listen import DEFAULT_MAX_PENDING, ListenEvent, ListenRouter, Subscription, listen_params
 from .protocol import InboundRequest
 from .result_kinds import InputRequest
 from .results import CLIENT_REQUEST_RESULTS, mcp_models, parser_for
 from .session import LOG_LEVELS, Session
-from .transports.base import Transport
+from .transports.base import HandshakeOnlyTransport, Transport
 from .transports.subprocess import StderrMode, SubprocessTransport
 from .wire import model_to_wire
 from .workers import MAX_QUEUED_CALLBACKS
@@ -222,8 +222,14 @@ class Client(Session):
         self.elicitation_handler = elicitation_handler
         self.on_log = on_log
         self.on_notification = on_notification
-        self.protocol = parse_protocol(protocol, protocol_version)
-        """What this client may speak (from ``protocol=``): a :class:`~mcp_sync.negotiation.ProtocolChoice`."""
+        choice = parse_protocol(protocol, protocol_version)
+        if isinstance(transport, HandshakeOnlyTransport) and transport.handshake_only and choice.modern is not None:
+            if choice.handshake is None:
+                raise ValueError(f"protocol={protocol!r}: this transport carries the 2025 revisions only")
+            choice = ProtocolChoice(None, choice.handshake)  # "auto" on it: no probe
+        self.protocol = choice
+        """What this client may speak (from ``protocol=`` and the transport): a
+        :class:`~mcp_sync.negotiation.ProtocolChoice`."""
         self.requested_version = self.protocol.handshake or protocol_version
         self.discover_timeout = deadlines.check_timeout(discover_timeout, "discover_timeout")
         if max_input_rounds < 0:

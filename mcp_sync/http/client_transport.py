@@ -157,6 +157,10 @@ class HttpClientTransport:
         max_response_bytes: the largest JSON answer read (:data:`MAX_RESPONSE_BYTES`).
     """
 
+    handshake_only = True
+    """It speaks 2025-11-25 sessions only, for now (:class:`~mcp_sync.transports.base.HandshakeOnlyTransport`):
+    no 2026-07-28 routing headers yet, so a client on it does not probe for that era."""
+
     def __init__(
         self,
         url: str,

@@ -31,6 +31,7 @@ from ..protocol import CANCELLED_METHOD
 __all__ = [
     "Transport",
     "RoutingTransport",
+    "HandshakeOnlyTransport",
     "OutboundMeta",
     "MessageKind",
     "FailCall",
@@ -87,6 +88,16 @@ class Transport(Protocol):
     def close(self) -> None:
         """End the connection; wakes a blocked :meth:`read_line`. Idempotent."""
         ...
+
+
+@runtime_checkable
+class HandshakeOnlyTransport(Protocol):
+    """A transport that can carry only the handshake era (2025-11-25 and older): a client on
+    it skips the ``server/discover`` probe under ``protocol="auto"`` and refuses a protocol
+    that allows only 2026-07-28. The Streamable HTTP client transport is one until it stamps
+    the 2026-07-28 routing headers."""
+
+    handshake_only: bool
 
 
 MessageKind = Literal["request", "notification", "response", "batch"]
