@@ -567,6 +567,7 @@ def test_serve_http_and_url_clients() -> None:
 def test_demo(long_run: Finished) -> None:
     result = long_run
     assert result.code == 0, result.describe()
+    assert ", speaking MCP 2026-07-28 (server/discover, no initialize)\n" in result.stdout, result.describe()
     assert "server says: stopped by cancellation" in result.stdout, result.describe()
     assert "RequestTimeout: tools/call: timed out after 0.5 s" in result.stdout, result.describe()
     assert "Cancelled('cancelled by another thread')" in result.stdout, result.describe()

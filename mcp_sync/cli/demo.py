@@ -1,5 +1,6 @@
-"""The demo behind ``mcp-sync demo``: issue, cancel and serve requests, and show the server
-really stopped the cancelled work.
+"""The demo behind ``mcp-sync demo``: negotiate the protocol (MCP 2026-07-28 with this
+server), issue, cancel and serve requests, and show the server really stopped the cancelled
+work.
 
 The module is also the demo *server* (``python -m mcp_sync.cli.demo --serve``). Its ``slow`` tool
 records how each run ended; the ``last_run`` tool waits (bounded) until the current run has
@@ -17,6 +18,7 @@ from ..cancel import CancelToken
 from ..client import Client
 from ..context import Context
 from ..errors import Cancelled, RequestTimeout
+from ..lifecycle import MODERN_VERSIONS
 from ..server import Server
 
 __all__ = ["server", "run_demo"]
@@ -86,6 +88,13 @@ def _bar(progress: float, total: float | None, message: str | None, out: TextIO)
     out.flush()
 
 
+def _speaking(client: Client) -> str:
+    """Which protocol the client negotiated, and how."""
+    version = client.protocol_version
+    how = "server/discover, no initialize" if version in MODERN_VERSIONS else "initialize handshake"
+    return f"speaking MCP {version} ({how})"
+
+
 def run_demo(out: TextIO = sys.stdout) -> int:
     """Start the demo server, cancel a slow call, time one out, complete one. Returns 0."""
 
@@ -96,11 +105,9 @@ def run_demo(out: TextIO = sys.stdout) -> int:
     say("mcp_sync demo: issuing, cancelling and serving MCP requests from plain threads")
     started = time.perf_counter()
     with Client.stdio([sys.executable, "-m", "mcp_sync.cli.demo", "--serve"]) as client:
-        say(
-            f"1. started {client.server_info.name} over stdio in "
-            f"{(time.perf_counter() - started) * 1000:.0f} ms "
-            f"(protocol {client.protocol_version}); tools: {', '.join(t.name for t in client.list_tools())}"
-        )
+        elapsed_ms = (time.perf_counter() - started) * 1000
+        say(f"1. started {client.server_info.name} over stdio in {elapsed_ms:.0f} ms, {_speaking(client)}")
+        say(f"   tools: {', '.join(t.name for t in client.list_tools())}")
 
         say("2. calling slow(seconds=30) in the background; cancelling it after 5 progress updates")
         five = threading.Event()
