@@ -15,6 +15,7 @@
   server.
 * :mod:`support.processes` -- running programs with deadlines on their output.
 * :mod:`support.node` -- the Node.js peers installed in ``tests/node``.
+* :mod:`support.peers_2026` -- the peers that speak 2026-07-28 and what their client scripts print.
 * :mod:`support.http` -- the Streamable HTTP test server, raw HTTP sessions, an SSE reader.
 * :mod:`support.interop` -- the official ``mcp`` SDK's peers and their events files.
 * :mod:`support.listen` -- the ``subscriptions/listen`` tests' servers, envelope and routed
