@@ -25,11 +25,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-from mcp_sync import Client, Context
-from mcp_sync.errors import Cancelled
-from mcp_sync.lifecycle import Era
-from mcp_sync.transports.subprocess import SubprocessTransport
 from support.interop import read_events, wait_for_marker
 from support.peers_2026 import (
     ENVELOPE_KEYS,
@@ -51,6 +46,11 @@ from support.peers_2026 import (
 from support.processes import user_env
 from support.recording import WireRecorder
 
+from mcp_sync import Client, Context
+from mcp_sync.errors import Cancelled
+from mcp_sync.lifecycle import Era
+from mcp_sync.transports.subprocess import SubprocessTransport
+
 pytestmark = pytest.mark.interop
 
 CANCELLED_METHOD = "notifications/cancelled"
@@ -59,12 +59,18 @@ CANCELLED_METHOD = "notifications/cancelled"
 # -- judging a wire (client -> server: ``sent``; server -> client: ``received``) -----------------
 def requests_in(messages: list[Any], method: str | None = None) -> list[dict[str, Any]]:
     return [
-        m for m in messages if isinstance(m, dict) and "id" in m and "method" in m and method in (None, m["method"])
+        m
+        for m in messages
+        if isinstance(m, dict) and "id" in m and "method" in m and method in (None, m["method"])
     ]
 
 
 def answers_to(messages: list[Any], request_id: Any) -> list[dict[str, Any]]:
-    return [m for m in messages if isinstance(m, dict) and "method" not in m and m.get("id") == request_id]
+    return [
+        m
+        for m in messages
+        if isinstance(m, dict) and "method" not in m and m.get("id") == request_id
+    ]
 
 
 def about(messages: list[Any], request_id: Any) -> list[dict[str, Any]]:
@@ -89,7 +95,9 @@ def calls_of(sent: list[Any], tool: str) -> list[dict[str, Any]]:
     return [m for m in requests_in(sent, "tools/call") if m["params"]["name"] == tool]
 
 
-def assert_spoke_2026(sent: list[Any], received: list[Any], *, capabilities: dict[str, Any] | None = None) -> None:
+def assert_spoke_2026(
+    sent: list[Any], received: list[Any], *, capabilities: dict[str, Any] | None = None
+) -> None:
     """Every request carried the 2026-07-28 envelope; no handshake; every answer is a result with
     ``resultType``; the server wrote no request (the only notification a 2026 client may get here
     is none: no log level and no progress token were asked for)."""
@@ -109,7 +117,9 @@ def assert_spoke_2026(sent: list[Any], received: list[Any], *, capabilities: dic
         assert "result" in message and "resultType" in message["result"], message
 
 
-def assert_discovered(probe: dict[str, Any], received: list[Any], server_name: str) -> dict[str, Any]:
+def assert_discovered(
+    probe: dict[str, Any], received: list[Any], server_name: str
+) -> dict[str, Any]:
     """The probe was enveloped and its answer is a 2026-07-28 ``DiscoverResult``."""
     assert probe["params"]["_meta"][ENVELOPE_KEYS[0]] == MODERN, probe
     (answer,) = answers_to(received, probe["id"])
@@ -142,7 +152,9 @@ def assert_input_round(sent: list[Any], received: list[Any]) -> str:
     assert retry["id"] != first["id"]
     assert retry["params"]["arguments"] == first["params"]["arguments"]
     assert retry["params"]["requestState"] == asked["requestState"]
-    assert retry["params"]["inputResponses"] == {key: {"action": "accept", "content": {"name": "Ada"}}}
+    assert retry["params"]["inputResponses"] == {
+        key: {"action": "accept", "content": {"name": "Ada"}}
+    }
     (final,) = answers_to(received, retry["id"])
     assert final["result"]["resultType"] == "complete", final
     return text_of(final["result"])
@@ -168,13 +180,23 @@ def typed_text(result: Any) -> str:
 
 
 # -- peer clients against our server -------------------------------------------------------------
-def run_against_our_server(client: list[str], tmp_path: Path) -> tuple[list[dict[str, Any]], list[str], dict[int, list[tuple[str, Any]]]]:
+def run_against_our_server(
+    client: list[str], tmp_path: Path
+) -> tuple[list[dict[str, Any]], list[str], dict[int, list[tuple[str, Any]]]]:
     events, tap = tmp_path / "events", tmp_path / "wire"
-    lines = run_client(client, ["--", *SYNC_SERVER_2026], STEPS, PEER_EVENTS_FILE=str(events), PEER_WIRE_FILE=str(tap))
+    lines = run_client(
+        client,
+        ["--", *SYNC_SERVER_2026],
+        STEPS,
+        PEER_EVENTS_FILE=str(events),
+        PEER_WIRE_FILE=str(tap),
+    )
     return lines, read_events(events), server_wire(tap)
 
 
-def assert_our_server_served(lines: list[dict[str, Any]], markers: list[str], written: list[tuple[str, Any]]) -> None:
+def assert_our_server_served(
+    lines: list[dict[str, Any]], markers: list[str], written: list[tuple[str, Any]]
+) -> None:
     """What every peer client run against our server must show, on both sides of the wire."""
     sent, received = peer_wire(lines)
     (connected,) = of(lines, "connected")
@@ -187,7 +209,9 @@ def assert_our_server_served(lines: list[dict[str, Any]], markers: list[str], wr
     # elicitation callback once, and the same call returns the answer
     assert assert_input_round(sent, received) == "accept:Ada"
     assert [e["params"]["message"] for e in of(lines, "elicitation")] == ["Your name?"]
-    assert markers.count("RAN ask_name") == 2 and markers.count("ASKED ask_name accept") == 1, markers
+    assert markers.count("RAN ask_name") == 2 and markers.count("ASKED ask_name accept") == 1, (
+        markers
+    )
     # the cancel reached the handler (it carried on: progress, a log, a result) and nothing of it
     # was written, neither seen by the client nor on our server's stdout
     slow_id = assert_cancel_silenced(sent, received)
@@ -200,7 +224,9 @@ def assert_our_server_served(lines: list[dict[str, Any]], markers: list[str], wr
     assert [done["ok"] for done in of(lines, "done")] == [True]
 
 
-def test_the_official_client_in_its_default_mode_speaks_2026_with_our_server(tmp_path: Path) -> None:
+def test_the_official_client_in_its_default_mode_speaks_2026_with_our_server(
+    tmp_path: Path,
+) -> None:
     lines, markers, by_pid = run_against_our_server(OFFICIAL_CLIENT_2026, tmp_path)
     ((_pid, written),) = by_pid.items()
     assert_our_server_served(lines, markers, written)
@@ -222,10 +248,14 @@ def test_the_ts_v2_client_pinned_to_2026_speaks_it_with_our_server(tmp_path: Pat
     lines, markers, by_pid = run_against_our_server(ts_client_2026(), tmp_path)
     # the pinned client probes on a sibling process, then serves the connection from another one
     # that never sees server/discover: its first request is already stamped 2026-07-28
-    (probed, probe_wire), (_served, written) = by_pid.items()
+    (_probed, probe_wire), (_served, written) = by_pid.items()
     inbound = [msg for direction, msg in probe_wire if direction == "<<"]
     assert [m["method"] for m in inbound] == ["server/discover"], inbound
-    assert_discovered(inbound[0], [msg for direction, msg in probe_wire if direction == ">>"], "mcp-sync-peer-2026")
+    assert_discovered(
+        inbound[0],
+        [msg for direction, msg in probe_wire if direction == ">>"],
+        "mcp-sync-peer-2026",
+    )
     served_inbound = [msg for direction, msg in written if direction == "<<"]
     assert served_inbound[0]["method"] == "tools/list", served_inbound[0]
     assert requests_in(served_inbound, "server/discover") == []
@@ -248,7 +278,9 @@ def modern_server(request: pytest.FixtureRequest) -> tuple[list[str], str]:
     return ts_server_2026(), "ts-v2-peer-2026"
 
 
-def test_our_client_in_its_default_mode_speaks_2026_with_real_servers(modern_server: tuple[list[str], str], tmp_path: Path) -> None:
+def test_our_client_in_its_default_mode_speaks_2026_with_real_servers(
+    modern_server: tuple[list[str], str], tmp_path: Path
+) -> None:
     command, server_name = modern_server
     events = tmp_path / "events"
     events.write_text("")
@@ -260,9 +292,17 @@ def test_our_client_in_its_default_mode_speaks_2026_with_real_servers(modern_ser
             asked.append(params)
         return {"action": "accept", "content": {"name": "Ada"}}
 
-    tap = WireRecorder(SubprocessTransport(command, env=user_env(PEER_EVENTS_FILE=str(events)), stderr="discard"))
+    tap = WireRecorder(
+        SubprocessTransport(command, env=user_env(PEER_EVENTS_FILE=str(events)), stderr="discard")
+    )
     try:
-        client = Client.connect(tap, elicitation_handler=elicit, init_timeout=LIMIT, discover_timeout=LIMIT, default_timeout=LIMIT)
+        client = Client.connect(
+            tap,
+            elicitation_handler=elicit,
+            init_timeout=LIMIT,
+            discover_timeout=LIMIT,
+            default_timeout=LIMIT,
+        )
     except BaseException:
         tap.close()  # the client did not take the transport: stop the server process here
         raise

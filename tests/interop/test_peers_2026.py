@@ -12,12 +12,12 @@ client recorded and on the markers the server's handler wrote. Without
 from __future__ import annotations
 
 import signal
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
-
 from support.node import node_package
 from support.peers_2026 import (
     LIMIT,

@@ -12,8 +12,9 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from support.node import NODE_DIR, node_package
 from support.paths import PEERS, PYTHON
@@ -41,7 +42,12 @@ STEPS = [
     {"op": "list"},
     {"op": "call", "name": "echo", "arguments": {"text": "hello 2026"}},
     {"op": "call", "name": "ask_name", "arguments": {}},
-    {"op": "cancel", "name": "slow", "arguments": {"seconds": 60, "tag": "c1"}, "after_marker": "STARTED slow c1"},
+    {
+        "op": "cancel",
+        "name": "slow",
+        "arguments": {"seconds": 60, "tag": "c1"},
+        "after_marker": "STARTED slow c1",
+    },
     {"op": "wait_marker", "marker": "CANCELLED slow c1"},
     {"op": "call", "name": "echo", "arguments": {"text": "after cancel"}},
 ]
@@ -69,7 +75,9 @@ def ts_client_2026() -> list[str]:
     return [node22(), str(NODE_DIR / "ts_client_2026.mjs")]
 
 
-def run_client(client: Sequence[str], target: Sequence[str], steps: list[dict[str, Any]], **env: str) -> list[dict[str, Any]]:
+def run_client(
+    client: Sequence[str], target: Sequence[str], steps: list[dict[str, Any]], **env: str
+) -> list[dict[str, Any]]:
     """Run a client script with ``steps`` against ``target`` (``["--", *command]`` or
     ``["--url", url]``), every elicitation answered ``accept`` with ``{"name": "Ada"}``; its
     events, one per line. ``env``: for the client (``PEER_*`` reach the server it spawns)."""
@@ -79,7 +87,9 @@ def run_client(client: Sequence[str], target: Sequence[str], steps: list[dict[st
     try:
         return [json.loads(line) for line in finished.stdout.splitlines() if line.strip()]
     except ValueError:
-        raise AssertionError(f"a line the client printed is not JSON\n{finished.describe()}") from None
+        raise AssertionError(
+            f"a line the client printed is not JSON\n{finished.describe()}"
+        ) from None
 
 
 # -- the events a client script printed ----------------------------------------------------------
