@@ -567,7 +567,11 @@ def test_serve_http_and_url_clients() -> None:
 def test_demo(long_run: Finished) -> None:
     result = long_run
     assert result.code == 0, result.describe()
-    assert ", speaking MCP 2026-07-28 (server/discover, no initialize)\n" in result.stdout, result.describe()
+    # the first line names the negotiated protocol, as the README quotes it
+    quoted = re.search(r"`(1\. started .*?)`", (ROOT / "README.md").read_text(encoding="utf-8"))
+    assert quoted and "speaking MCP 2026-07-28" in quoted.group(1), "the README quotes no demo line"
+    first = re.escape(quoted.group(1)).replace("150", r"\d+")
+    assert re.search(f"^{first}$", result.stdout, re.M), result.describe()
     assert "server says: stopped by cancellation" in result.stdout, result.describe()
     assert "RequestTimeout: tools/call: timed out after 0.5 s" in result.stdout, result.describe()
     assert "Cancelled('cancelled by another thread')" in result.stdout, result.describe()
