@@ -31,7 +31,10 @@ PY = sys.executable
 
 import sequential  # noqa: E402  (benchmarks/ is this script's directory)
 
-SERVERS = {"mcp_sync": HERE / "peers" / "sync_server.py", "official": HERE / "peers" / "official_server.py"}
+SERVERS = {
+    "mcp_sync": HERE / "peers" / "sync_server.py",
+    "official": HERE / "peers" / "official_server.py",
+}
 RUNNERS = {"mcp_sync": "run_mcp_sync.py", "official": "run_official.py"}
 
 ROWS = [
@@ -43,7 +46,11 @@ ROWS = [
     ("concurrent32_rps", "tools/call, 32 concurrent clients /s", "higher"),
     ("cancel_median_ms", "cancel -> handler observes it, median (ms)", "lower"),
     ("cancel_p95_ms", "cancel -> handler observes it, p95 (ms)", "lower"),
-    ("inflight_kib_per_call", "client memory per pending call, 1,000 in flight (KiB, tracemalloc)", "lower"),
+    (
+        "inflight_kib_per_call",
+        "client memory per pending call, 1,000 in flight (KiB, tracemalloc)",
+        "lower",
+    ),
     ("inflight_rss_kib_per_call", "client RSS growth per pending call (KiB)", "lower"),
     ("inflight_threads", "client threads with 1,000 calls in flight", "lower"),
 ]
@@ -90,7 +97,9 @@ def _stop(proc: subprocess.Popen[bytes]) -> None:
 
 
 def measure_stdio(calls: int, rounds: int) -> dict[str, dict[str, object]]:
-    results = sequential.measure(sequential.stdio_clients(SERVERS, floor=True), _env(), calls, rounds, stdio=True)
+    results = sequential.measure(
+        sequential.stdio_clients(SERVERS, floor=True), _env(), calls, rounds, stdio=True
+    )
     for name, runner in RUNNERS.items():
         print(f"  stdio: {name}, the other scenarios ...", file=sys.stderr, flush=True)
         results[name].update(_run(runner, ["--", PY, str(SERVERS[name])], calls))
@@ -101,10 +110,25 @@ PEERS = HERE / "peers"
 HTTP_SERVERS: dict[str, list[str]] = {
     # column -> server command line ({port} filled in); run in benchmarks/peers/. A column
     # whose name starts with "official" is measured with the official client.
-    "mcp_sync waitress": [PY, "-m", "waitress", "--listen=127.0.0.1:{port}", "--threads=40", "sync_wsgi:app"],
+    "mcp_sync waitress": [
+        PY,
+        "-m",
+        "waitress",
+        "--listen=127.0.0.1:{port}",
+        "--threads=40",
+        "sync_wsgi:app",
+    ],
     "mcp_sync gunicorn": [
-        PY, "-m", "gunicorn", "--workers=1", "--worker-class=gthread", "--threads=40", "--keep-alive=30",
-        "--bind=127.0.0.1:{port}", "--log-level=warning", "sync_wsgi:app",
+        PY,
+        "-m",
+        "gunicorn",
+        "--workers=1",
+        "--worker-class=gthread",
+        "--threads=40",
+        "--keep-alive=30",
+        "--bind=127.0.0.1:{port}",
+        "--log-level=warning",
+        "sync_wsgi:app",
     ],
     "official uvicorn": [PY, str(SERVERS["official"]), "--http", "{port}"],
 }
@@ -128,7 +152,9 @@ def measure_http(calls: int, rounds: int, era: str) -> dict[str, dict[str, objec
             servers[name] = subprocess.Popen(argv, cwd=PEERS, env=_env(), stderr=subprocess.DEVNULL)
             _wait_port(port)
             urls[f"{name} {era}"] = f"http://127.0.0.1:{port}/mcp"
-        results = sequential.measure(sequential.http_clients(urls), _env(), calls, rounds, stdio=False)
+        results = sequential.measure(
+            sequential.http_clients(urls), _env(), calls, rounds, stdio=False
+        )
         for name, url in urls.items():
             print(f"  http: {name}, the other scenarios ...", file=sys.stderr, flush=True)
             runner = RUNNERS["official" if name.startswith("official") else "mcp_sync"]
@@ -175,12 +201,14 @@ def table(title: str, results: dict[str, dict[str, object]]) -> str:
         lines.append(line)
     lines.append("")
     lines.append("ratio: how many times better mcp_sync is (>1 is better for mcp_sync).")
-    lines.append("Sequential round trips: each client's best of the interleaved rounds; the ratio of")
+    lines.append(
+        "Sequential round trips: each client's best of the interleaved rounds; the ratio of"
+    )
     lines.append("each round's rates, round by round:")
     for key, label, _better in ROWS[1:4]:
         mine, other = ours.get(key + "_rounds"), theirs.get(key + "_rounds")
         if isinstance(mine, list) and isinstance(other, list):
-            per_round = ", ".join(f"{m / o:.1f}x" for m, o in zip(mine, other))
+            per_round = ", ".join(f"{m / o:.1f}x" for m, o in zip(mine, other, strict=True))
             lines.append(f"  {label}: {per_round}")
     return "\n".join(lines)
 
@@ -200,7 +228,11 @@ def wide_table(title: str, results: dict[str, dict[str, object]], reference: str
         return name.removeprefix("mcp_sync ")
 
     width = max(len(shown(c)) for c in columns + [f"{n} / ref" for n, _ in ratios])
-    labels = [label for key, label, _ in ROWS if any(_number(results[c].get(key)) is not None for c in columns)]
+    labels = [
+        label
+        for key, label, _ in ROWS
+        if any(_number(results[c].get(key)) is not None for c in columns)
+    ]
     label_width = max(len(label) for label in labels)
     head = f"| {'measure':<{label_width}} |" + "".join(f" {shown(c):>{width}} |" for c in columns)
     head += "".join(f" {shown(n) + ' / ref':>{width}} |" for n, _ in ratios)
@@ -209,35 +241,54 @@ def wide_table(title: str, results: dict[str, dict[str, object]], reference: str
         values = {c: _number(results[c].get(key)) for c in columns}
         if all(v is None for v in values.values()):
             continue
-        line = f"| {label:<{label_width}} |" + "".join(f" {_fmt(values[c]):>{width}} |" for c in columns)
+        line = f"| {label:<{label_width}} |" + "".join(
+            f" {_fmt(values[c]):>{width}} |" for c in columns
+        )
         for name, ref in ratios:
             a, b = values[name], values[ref]
             ratio = "-" if not (a and b) else f"{(a / b if better == 'higher' else b / a):.1f}x"
             line += f" {ratio:>{width}} |"
         lines.append(line)
     lines.append("")
-    lines.append(f"ref: {reference} at the same revision; a ratio >1 is better for mcp_sync. Round by round:")
+    lines.append(
+        f"ref: {reference} at the same revision; a ratio >1 is better for mcp_sync. Round by round:"
+    )
     for key, label, _better in ROWS:
         for name, ref in ratios:
             mine, other = results[name].get(key + "_rounds"), results[ref].get(key + "_rounds")
             if isinstance(mine, list) and isinstance(other, list):
-                per_round = ", ".join(f"{m / o:.1f}x" for m, o in zip(mine, other))
+                per_round = ", ".join(f"{m / o:.1f}x" for m, o in zip(mine, other, strict=True))
                 lines.append(f"  {label}, {shown(name)}: {per_round}")
     return "\n".join(lines)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--calls", type=int, default=2000, help="calls per measurement (sequential: a share of it per round)")
-    parser.add_argument("--rounds", type=int, default=5, help="interleaved rounds of each sequential measurement")
+    parser.add_argument(
+        "--calls",
+        type=int,
+        default=2000,
+        help="calls per measurement (sequential: a share of it per round)",
+    )
+    parser.add_argument(
+        "--rounds", type=int, default=5, help="interleaved rounds of each sequential measurement"
+    )
     parser.add_argument("--http", action="store_true", help="also measure Streamable HTTP")
-    parser.add_argument("--no-stdio", action="store_true", help="skip the stdio measurements (with --http)")
+    parser.add_argument(
+        "--no-stdio", action="store_true", help="skip the stdio measurements (with --http)"
+    )
     parser.add_argument("--json", help="also write the raw numbers to this file")
     options = parser.parse_args()
     raw: dict[str, object] = {
-        "python": sys.version.split()[0], "cpus": os.cpu_count(), "calls": options.calls, "rounds": options.rounds
+        "python": sys.version.split()[0],
+        "cpus": os.cpu_count(),
+        "calls": options.calls,
+        "rounds": options.rounds,
     }
-    print(f"Python {raw['python']}, {raw['cpus']} CPUs, --calls {options.calls}, --rounds {options.rounds}", file=sys.stderr)
+    print(
+        f"Python {raw['python']}, {raw['cpus']} CPUs, --calls {options.calls}, --rounds {options.rounds}",
+        file=sys.stderr,
+    )
     if not options.no_stdio:
         stdio = measure_stdio(options.calls, options.rounds)
         raw["stdio"] = stdio

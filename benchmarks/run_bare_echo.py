@@ -14,9 +14,8 @@ import fcntl
 import subprocess
 import sys
 
-from pydantic_core import SchemaSerializer, core_schema, from_json
-
 import sequential  # benchmarks/ is this script's directory
+from pydantic_core import SchemaSerializer, core_schema, from_json
 
 to_json = SchemaSerializer(core_schema.any_schema()).to_json
 KIB1, KIB100 = "x" * 1024, "x" * (100 * 1024)
@@ -46,7 +45,9 @@ def main() -> None:
         {
             "ping": lambda: call("ping", None),
             "call_1k": lambda: call("tools/call", {"name": "echo", "arguments": {"text": KIB1}}),
-            "call_100k": lambda: call("tools/call", {"name": "echo", "arguments": {"text": KIB100}}),
+            "call_100k": lambda: call(
+                "tools/call", {"name": "echo", "arguments": {"text": KIB100}}
+            ),
         }
     )
     proc.stdin.close()

@@ -1,10 +1,10 @@
 """Benchmark scenarios with the mcp_sync client.
 
-    python run_mcp_sync.py SPAWN_TIME N (--url URL | -- CMD ...)
-        every scenario but the sequential round trips; prints one JSON object
-    python run_mcp_sync.py --commands (--url URL | -- CMD ...)
-        connects, prints "ready", then runs sequential round trips on command (see
-        benchmarks/sequential.py): one line in ("ping 400"), one rate out, until "quit"
+python run_mcp_sync.py SPAWN_TIME N (--url URL | -- CMD ...)
+    every scenario but the sequential round trips; prints one JSON object
+python run_mcp_sync.py --commands (--url URL | -- CMD ...)
+    connects, prints "ready", then runs sequential round trips on command (see
+    benchmarks/sequential.py): one line in ("ping 400"), one rate out, until "quit"
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ T_START = 0.0 if COMMANDS else float(sys.argv[1])
 N = 0 if COMMANDS else int(sys.argv[2])
 
 import sequential  # noqa: E402  (benchmarks/ is this script's directory)
+
 from mcp_sync import Client  # noqa: E402  (imported after noting the start, as users would)
 
 KIB1, KIB100 = "x" * 1024, "x" * (100 * 1024)
@@ -115,7 +116,10 @@ def main() -> None:
         deadline = time.monotonic() + 10
         while len(observed) < len(cancel_times) and time.monotonic() < deadline:
             observed = client.call_tool("probe_times").structured_content["result"]  # type: ignore[index]
-        lat = [(o - c) / 1e6 for o, c in zip(observed[-len(cancel_times):], cancel_times)]
+        lat = [
+            (o - c) / 1e6
+            for o, c in zip(observed[-len(cancel_times) :], cancel_times, strict=False)
+        ]
         out["cancel_median_ms"] = statistics.median(lat)
         out["cancel_p95_ms"] = statistics.quantiles(lat, n=20)[-1]
 

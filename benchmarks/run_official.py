@@ -62,7 +62,11 @@ async def serve_commands(client: Client, url: str | None) -> None:
         clients: list[Client] = []
         if url is not None:  # the concurrent scenario's clients, each its own connection
             for _ in range(sequential.CONCURRENT_CLIENTS):
-                clients.append(await stack.enter_async_context(Client(streamable_http_client(url), mode="legacy")))
+                clients.append(
+                    await stack.enter_async_context(
+                        Client(streamable_http_client(url), mode="legacy")
+                    )
+                )
             await concurrent(clients, sequential.CONCURRENT_CLIENTS)
         await answer(scenarios, clients)
 
@@ -70,7 +74,9 @@ async def serve_commands(client: Client, url: str | None) -> None:
 async def answer(scenarios: dict[str, Any], clients: list[Client]) -> None:
     print("ready", flush=True)
     # commands are read off the event loop, so nothing waits on the loop meanwhile
-    while (command := sequential.parse_command(await anyio.to_thread.run_sync(sys.stdin.readline))) is not None:
+    while (
+        command := sequential.parse_command(await anyio.to_thread.run_sync(sys.stdin.readline))
+    ) is not None:
         name, n = command
         if name == "concurrent_32":
             print(await concurrent(clients, n), flush=True)
@@ -131,7 +137,10 @@ async def main() -> None:
         while len(observed) < len(cancel_times) and time.monotonic() < deadline:
             result = await client.call_tool("probe_times", {})
             observed = result.structured_content["result"]
-        lat = [(o - c) / 1e6 for o, c in zip(observed[-len(cancel_times):], cancel_times)]
+        lat = [
+            (o - c) / 1e6
+            for o, c in zip(observed[-len(cancel_times) :], cancel_times, strict=False)
+        ]
         out["cancel_median_ms"] = statistics.median(lat)
         out["cancel_p95_ms"] = statistics.quantiles(lat, n=20)[-1]
 

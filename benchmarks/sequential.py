@@ -15,8 +15,8 @@ from __future__ import annotations
 import subprocess
 import sys
 import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Callable, Sequence
 
 HERE = Path(__file__).resolve().parent
 PY = sys.executable
@@ -43,7 +43,8 @@ def parse_command(line: str) -> tuple[str, int] | None:
 
 
 def answer_commands(
-    scenarios: dict[str, Callable[[], object]], batches: dict[str, Callable[[int], float]] | None = None
+    scenarios: dict[str, Callable[[], object]],
+    batches: dict[str, Callable[[int], float]] | None = None,
 ) -> None:
     """The client side of the protocol, for a blocking client: run every scenario once to
     warm it up, print "ready", then answer each "SCENARIO COUNT" line with the calls per
@@ -124,7 +125,11 @@ def measure(
             if where != "both" and where != ("stdio" if stdio else "http"):
                 continue
             count = max(20, int(calls * share))
-            print(f"  sequential: {command}, {rounds} rounds of {count} calls", file=sys.stderr, flush=True)
+            print(
+                f"  sequential: {command}, {rounds} rounds of {count} calls",
+                file=sys.stderr,
+                flush=True,
+            )
             rates: dict[str, list[float]] = {name: [] for name in names}
             for round_ in range(rounds):
                 shift = round_ % len(names)
@@ -142,12 +147,31 @@ def measure(
 def stdio_clients(servers: dict[str, Path], floor: bool) -> dict[str, list[str]]:
     """Command lines of the ``--commands`` clients over stdio (with the floor if asked)."""
     clients = {
-        "mcp_sync": [PY, str(HERE / "run_mcp_sync.py"), "--commands", "--", PY, str(servers["mcp_sync"])],
-        "official": [PY, str(HERE / "run_official.py"), "--commands", "--", PY, str(servers["official"])],
+        "mcp_sync": [
+            PY,
+            str(HERE / "run_mcp_sync.py"),
+            "--commands",
+            "--",
+            PY,
+            str(servers["mcp_sync"]),
+        ],
+        "official": [
+            PY,
+            str(HERE / "run_official.py"),
+            "--commands",
+            "--",
+            PY,
+            str(servers["official"]),
+        ],
     }
     if floor:
         clients["floor"] = [
-            PY, str(HERE / "run_bare_echo.py"), "--commands", "--", PY, str(HERE / "peers" / "bare_echo_server.py")
+            PY,
+            str(HERE / "run_bare_echo.py"),
+            "--commands",
+            "--",
+            PY,
+            str(HERE / "peers" / "bare_echo_server.py"),
         ]
     return clients
 

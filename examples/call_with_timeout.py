@@ -39,7 +39,9 @@ def say(text: str) -> None:
 
 def server_report(client: Client) -> str:
     """How the server says the latest ``slow`` run ended (it waits, bounded, for the end)."""
-    report: dict[str, Any] = client.call_tool("last_run", {"wait_seconds": 5}, timeout=10).structured_content or {}
+    report: dict[str, Any] = (
+        client.call_tool("last_run", {"wait_seconds": 5}, timeout=10).structured_content or {}
+    )
     text = f"{report.get('state')} after {report.get('steps_done')} steps"
     if report.get("reason"):
         text += f" (reason: {report['reason']})"
@@ -49,14 +51,20 @@ def server_report(client: Client) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--seconds", type=float, default=5.0, help="how long the slow tool works")
-    parser.add_argument("--timeout", type=float, default=1.0, help="how long we are willing to wait")
-    parser.add_argument("--no-fetch", action="store_true", help="skip the server-side deadline part")
+    parser.add_argument(
+        "--timeout", type=float, default=1.0, help="how long we are willing to wait"
+    )
+    parser.add_argument(
+        "--no-fetch", action="store_true", help="skip the server-side deadline part"
+    )
     options = parser.parse_args(argv)
 
     # --ignore-sigint: Ctrl-C in a terminal goes to the whole process group; we want only this
     # process to see it and cancel on the wire (the server exits when its stdin closes).
     with Client.stdio([sys.executable, str(SERVER), "--ignore-sigint"]) as client:
-        say(f"connected to {client.server_info.name}; calling slow(seconds={options.seconds:g}) with timeout={options.timeout:g}")
+        say(
+            f"connected to {client.server_info.name}; calling slow(seconds={options.seconds:g}) with timeout={options.timeout:g}"
+        )
         started = threading.Event()
 
         def on_progress(progress: float, total: float | None, message: str | None) -> None:
@@ -65,7 +73,12 @@ def main(argv: list[str] | None = None) -> int:
                 say("call started: the server is working (press Ctrl-C to cancel it)")
 
         try:
-            result = client.call_tool("slow", {"seconds": options.seconds}, timeout=options.timeout, on_progress=on_progress)
+            result = client.call_tool(
+                "slow",
+                {"seconds": options.seconds},
+                timeout=options.timeout,
+                on_progress=on_progress,
+            )
         except RequestTimeout as exc:
             say(f"timed out: {exc}; a cancellation was sent to the server")
             say(f"server confirms: slow {server_report(client)}")
@@ -78,7 +91,9 @@ def main(argv: list[str] | None = None) -> int:
 
         if not options.no_fetch:
             say("calling fetch_record: a blocking backend call with a 0.5 s server-side deadline")
-            fetched = client.call_tool("fetch_record", {"key": "k1", "backend_delay": 1.0}, timeout=10)
+            fetched = client.call_tool(
+                "fetch_record", {"key": "k1", "backend_delay": 1.0}, timeout=10
+            )
             outcome = "tool error" if fetched.is_error else "result"
             say(f"{outcome}: {fetched.content[0].text}")  # type: ignore[union-attr]
     return 0

@@ -103,7 +103,11 @@ def demo(base: str) -> None:
     import httpx
 
     print("GET /          ->", httpx.get(base + "/", timeout=10).json(), flush=True)
-    print("POST /orders   ->", httpx.post(base + "/orders", json={"item": "pear"}, timeout=10).json(), flush=True)
+    print(
+        "POST /orders   ->",
+        httpx.post(base + "/orders", json={"item": "pear"}, timeout=10).json(),
+        flush=True,
+    )
     with Client.http(base + "/mcp") as client:
         print("MCP tools      ->", [tool.name for tool in client.list_tools()], flush=True)
         print("MCP orders     ->", client.call_tool("list_orders").structured_content, flush=True)
@@ -113,15 +117,23 @@ def demo(base: str) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--host", default="127.0.0.1", help="interface to bind (default: loopback only)")
+    parser.add_argument(
+        "--host", default="127.0.0.1", help="interface to bind (default: loopback only)"
+    )
     parser.add_argument("--port", type=int, default=8000, help="port (0: any free port)")
-    parser.add_argument("--demo", action="store_true", help="serve on a free port, call it once, stop")
+    parser.add_argument(
+        "--demo", action="store_true", help="serve on a free port, call it once, stop"
+    )
     options = parser.parse_args(argv)
 
     app, mcp_app = create_app()
     handle = serve_http(app, options.host, 0 if options.demo else options.port)
     base = f"http://{options.host}:{handle.port}"
-    print(f"serving the shop on {base}/ (MCP at {base}/mcp); Ctrl-C stops", file=sys.stderr, flush=True)
+    print(
+        f"serving the shop on {base}/ (MCP at {base}/mcp); Ctrl-C stops",
+        file=sys.stderr,
+        flush=True,
+    )
     stop = threading.Event()
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGTERM, lambda *_: stop.set())

@@ -49,10 +49,16 @@ def http_status(exc: BaseException) -> int | None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("url", help="the MCP endpoint, e.g. http://127.0.0.1:8000/mcp")
-    parser.add_argument("--tool", help="the tool to call (default: slow_report, if the server has it)")
+    parser.add_argument(
+        "--tool", help="the tool to call (default: slow_report, if the server has it)"
+    )
     parser.add_argument("--args", default=None, help="the tool's arguments as a JSON object")
-    parser.add_argument("--timeout", type=float, default=1.0, help="seconds to wait for the call (default 1)")
-    parser.add_argument("--header", action="append", default=[], help="NAME=VALUE sent with every request")
+    parser.add_argument(
+        "--timeout", type=float, default=1.0, help="seconds to wait for the call (default 1)"
+    )
+    parser.add_argument(
+        "--header", action="append", default=[], help="NAME=VALUE sent with every request"
+    )
     options = parser.parse_args(argv)
     headers = dict(h.split("=", 1) for h in options.header)
 
@@ -65,14 +71,22 @@ def main(argv: list[str] | None = None) -> int:
             name = options.tool or ("slow_report" if "slow_report" in tools else None)
             if name is None:
                 return 0
-            arguments: dict[str, Any] = json.loads(options.args) if options.args else ({"seconds": 3} if name == "slow_report" else {})
+            arguments: dict[str, Any] = (
+                json.loads(options.args)
+                if options.args
+                else ({"seconds": 3} if name == "slow_report" else {})
+            )
 
             def on_progress(progress: float, total: float | None, message: str | None) -> None:
-                say(f"  progress {progress:g}/{total if total is not None else '?'} {message or ''}".rstrip())
+                say(
+                    f"  progress {progress:g}/{total if total is not None else '?'} {message or ''}".rstrip()
+                )
 
             say(f"calling {name}({json.dumps(arguments)}) with timeout={options.timeout:g} s")
             try:
-                result = client.call_tool(name, arguments, timeout=options.timeout, on_progress=on_progress)
+                result = client.call_tool(
+                    name, arguments, timeout=options.timeout, on_progress=on_progress
+                )
             except RequestTimeout as exc:
                 say(f"timed out: {exc}; the server was told to cancel the call")
                 return 0

@@ -84,7 +84,9 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=8765)
-    parser.add_argument("--self-test", action="store_true", help="serve on a free port, call it, shut down")
+    parser.add_argument(
+        "--self-test", action="store_true", help="serve on a free port, call it, shut down"
+    )
     options = parser.parse_args()
 
     stop = threading.Event()
@@ -94,7 +96,9 @@ def main() -> int:
     print(f"serving MCP at {http.url}", file=sys.stderr, flush=True)
     tester = None
     if options.self_test:
-        tester = threading.Thread(target=lambda: (self_test(http.url), stop.set()), name="self-test")
+        tester = threading.Thread(
+            target=lambda: (self_test(http.url), stop.set()), name="self-test"
+        )
         tester.start()
     try:
         while not stop.wait(0.2):  # the daemon's own main loop
@@ -107,7 +111,11 @@ def main() -> int:
         if tester is not None:
             tester.join(10)
     # the process-wide deadline scheduler ends by itself once no timeout is pending
-    left = [t.name for t in threading.enumerate() if t.name.startswith("mcp_sync") and t.name != "mcp_sync-deadlines"]
+    left = [
+        t.name
+        for t in threading.enumerate()
+        if t.name.startswith("mcp_sync") and t.name != "mcp_sync-deadlines"
+    ]
     print("stopped; server threads left:", ", ".join(left) or "none")
     return 0
 

@@ -59,7 +59,9 @@ def reindex(ctx: Context) -> str:
     reindex_started.set()
     for step in range(600):
         if ctx.wait(0.05):  # simulated work; True at once when the call is cancelled
-            reindex_outcome.append(f"stopped by cancellation after {step} steps ({ctx.cancel_token.reason})")
+            reindex_outcome.append(
+                f"stopped by cancellation after {step} steps ({ctx.cancel_token.reason})"
+            )
             return "stopped"
     reindex_outcome.append("completed")
     return "reindexed"
@@ -94,7 +96,9 @@ class Service:
                 pass  # keep the example's output readable
 
         self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.http_thread = threading.Thread(target=self.httpd.serve_forever, name="http", daemon=False)
+        self.http_thread = threading.Thread(
+            target=self.httpd.serve_forever, name="http", daemon=False
+        )
 
     @property
     def url(self) -> str:
@@ -120,14 +124,22 @@ def main(argv: list[str] | None = None) -> int:
 
     service = Service()
     service.start()
-    print(f"legacy service on {service.url}, embedding MCP server {service.client.server_info.name!r}", flush=True)
+    print(
+        f"legacy service on {service.url}, embedding MCP server {service.client.server_info.name!r}",
+        flush=True,
+    )
     items = ["apple", "pear", "plum", "kiwi"]
     try:
         for i in range(options.requests):
             item = items[i % len(items)]
             try:
-                with urllib.request.urlopen(f"{service.url}/stock?item={item}", timeout=10) as response:
-                    print(f"GET /stock?item={item} -> {response.status} {response.read().decode()}", flush=True)
+                with urllib.request.urlopen(
+                    f"{service.url}/stock?item={item}", timeout=10
+                ) as response:
+                    print(
+                        f"GET /stock?item={item} -> {response.status} {response.read().decode()}",
+                        flush=True,
+                    )
             except urllib.error.HTTPError as exc:
                 print(f"GET /stock?item={item} -> {exc.code} {exc.read().decode()}", flush=True)
 
@@ -144,7 +156,10 @@ def main(argv: list[str] | None = None) -> int:
         print("reindex: completed (unexpected)", flush=True)
     except ConnectionClosed as exc:
         print(f"reindex caller got ConnectionClosed: {exc}", flush=True)
-    print(f"server side: reindex {reindex_outcome[0] if reindex_outcome else 'still running?'}", flush=True)
+    print(
+        f"server side: reindex {reindex_outcome[0] if reindex_outcome else 'still running?'}",
+        flush=True,
+    )
     deadlines.stop_idle_scheduler(5)  # the process-wide timeout thread would linger 3 s more
     left = [t.name for t in threading.enumerate() if t is not threading.main_thread()]
     print(f"stopped cleanly; threads left: {left or 'none'}", flush=True)

@@ -77,7 +77,10 @@ def main(argv: list[str] | None = None) -> int:
     server_end, client_end = memory_pair()
     with server.serve_in_thread(server_end), Client.connect(client_end) as client:
         print("resources:", ", ".join(f"{r.uri} ({r.name})" for r in client.list_resources()))
-        print("templates:", ", ".join(f"{t.uri_template} ({t.name})" for t in client.list_resource_templates()))
+        print(
+            "templates:",
+            ", ".join(f"{t.uri_template} ({t.name})" for t in client.list_resource_templates()),
+        )
 
         config = client.read_resource("config://app").contents[0]
         print(f"read config://app [{config.mime_type}]: {config.text}")  # type: ignore[union-attr]
@@ -88,11 +91,15 @@ def main(argv: list[str] | None = None) -> int:
         for prompt in client.list_prompts():
             args = ", ".join(f"{a.name}{'' if a.required else '?'}" for a in prompt.arguments or [])
             print(f"prompt: {prompt.name}({args}): {prompt.description}")
-        rendered = client.get_prompt("forecast_report", {"city": options.city, "style": options.style})
+        rendered = client.get_prompt(
+            "forecast_report", {"city": options.city, "style": options.style}
+        )
         for message in rendered.messages:
             print(f"  {message.role}: {message.content.text}")  # type: ignore[union-attr]
 
-        cities = client.complete({"type": "ref/resource", "uri": "weather://{city}/today"}, "city", "L")
+        cities = client.complete(
+            {"type": "ref/resource", "uri": "weather://{city}/today"}, "city", "L"
+        )
         print(f"complete city 'L' -> {cities.completion.values}")
         styles = client.complete({"type": "ref/prompt", "name": "forecast_report"}, "style", "p")
         print(f"complete style 'p' -> {styles.completion.values}")

@@ -34,7 +34,11 @@ from typing import Any
 
 from mcp_sync import Context, Server
 
-server = Server("slow-server", version="1.0.0", instructions="A slow, cancellable tool and a deadline-bound one.")
+server = Server(
+    "slow-server",
+    version="1.0.0",
+    instructions="A slow, cancellable tool and a deadline-bound one.",
+)
 
 _runs_changed = threading.Condition()
 _runs: list[dict[str, Any]] = []  # one entry per slow() call, newest last
@@ -60,7 +64,11 @@ def slow(seconds: float, ctx: Context) -> str:
     try:
         for step in range(1, steps + 1):
             if ctx.wait(seconds / steps):  # simulated work; True at once when cancelled
-                outcome = {"state": "stopped by cancellation", "steps_done": step - 1, "reason": ctx.cancel_token.reason}
+                outcome = {
+                    "state": "stopped by cancellation",
+                    "steps_done": step - 1,
+                    "reason": ctx.cancel_token.reason,
+                }
                 return "stopped"  # discarded: a cancelled request is never answered
             ctx.report_progress(step, steps, f"step {step} of {steps}")
         return f"done after {steps} steps"
@@ -78,7 +86,7 @@ def legacy_fetch(key: str, backend_delay: float) -> str:
         ours.settimeout(backend_delay)
         try:
             ours.recv(1)  # blocks; nothing can interrupt it but its own timeout
-        except socket.timeout:
+        except TimeoutError:
             pass
     return f"record {key!r}"
 

@@ -32,7 +32,7 @@ import threading
 from collections import Counter
 from pathlib import Path
 
-from mcp_sync import CancelToken, Cancelled, Client, PendingCall
+from mcp_sync import Cancelled, CancelToken, Client, PendingCall
 
 SERVER = Path(__file__).with_name("slow_server.py")
 
@@ -54,17 +54,23 @@ def main(argv: list[str] | None = None) -> int:
 
     with Client.stdio([sys.executable, str(SERVER)]) as client:
         # -- 1. blocking callers in a pool, cancelled through CancelTokens ----------------------
-        say(f"part 1: {options.calls} blocking callers on {options.workers} threads, every other one cancelled by token")
+        say(
+            f"part 1: {options.calls} blocking callers on {options.workers} threads, every other one cancelled by token"
+        )
         tokens = [CancelToken() for _ in range(options.calls)]
         started = [threading.Event() for _ in range(options.calls)]
 
         def caller(i: int) -> str:
             # on_progress asks the server for progress: the first report means "running"
             arguments = long_args if i % 2 else args
-            result = client.call_tool("slow", arguments, cancel_token=tokens[i], on_progress=lambda *_: started[i].set())
+            result = client.call_tool(
+                "slow", arguments, cancel_token=tokens[i], on_progress=lambda *_: started[i].set()
+            )
             return result.content[0].text  # type: ignore[union-attr,no-any-return]
 
-        with concurrent.futures.ThreadPoolExecutor(options.workers, thread_name_prefix="caller") as pool:
+        with concurrent.futures.ThreadPoolExecutor(
+            options.workers, thread_name_prefix="caller"
+        ) as pool:
             futures = {pool.submit(caller, i): i for i in range(options.calls)}
             for i in range(1, options.calls, 2):
                 if not started[i].wait(30):  # starts once a pool thread is free for it
@@ -81,11 +87,17 @@ def main(argv: list[str] | None = None) -> int:
                     outcomes["cancelled by CancelToken"] += 1
 
         # -- 2. PendingCall futures, cancelled by a canceller thread ----------------------------
-        say(f"part 2: {options.calls} PendingCall futures, every third one cancelled from a canceller thread")
+        say(
+            f"part 2: {options.calls} PendingCall futures, every third one cancelled from a canceller thread"
+        )
         running = [threading.Event() for _ in range(options.calls)]
         doomed = list(range(0, options.calls, 3))
         calls: list[PendingCall] = [
-            client.call_tool_future("slow", long_args if i in doomed else args, on_progress=lambda *_, i=i: running[i].set())
+            client.call_tool_future(
+                "slow",
+                long_args if i in doomed else args,
+                on_progress=lambda *_, i=i: running[i].set(),
+            )
             for i in range(options.calls)
         ]
 
@@ -96,7 +108,7 @@ def main(argv: list[str] | None = None) -> int:
 
         thread = threading.Thread(target=canceller, name="canceller")
         thread.start()
-        done, not_done = concurrent.futures.wait(calls, timeout=60)
+        _done, not_done = concurrent.futures.wait(calls, timeout=60)
         thread.join()
         if not_done:
             say(f"   {len(not_done)} calls did not settle")
@@ -109,7 +121,9 @@ def main(argv: list[str] | None = None) -> int:
                 call.result()
                 outcomes["completed futures"] += 1
 
-        server_counts = client.call_tool("stats", {"wait_seconds": 5}, timeout=10).structured_content or {}
+        server_counts = (
+            client.call_tool("stats", {"wait_seconds": 5}, timeout=10).structured_content or {}
+        )
 
     completed = outcomes["completed by token callers"] + outcomes["completed futures"]
     cancelled = outcomes["cancelled by CancelToken"] + outcomes["cancelled by PendingCall.cancel"]
@@ -121,7 +135,10 @@ def main(argv: list[str] | None = None) -> int:
         f"server: {server_counts.get('completed', 0)} completed, "
         f"{server_counts.get('stopped by cancellation', 0)} stopped by cancellation"
     )
-    agree = server_counts.get("completed", 0) == completed and server_counts.get("stopped by cancellation", 0) == cancelled
+    agree = (
+        server_counts.get("completed", 0) == completed
+        and server_counts.get("stopped by cancellation", 0) == cancelled
+    )
     say("client and server agree" if agree else "client and server DISAGREE")
     return 0 if agree else 1
 

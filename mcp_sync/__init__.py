@@ -21,8 +21,8 @@ from .endpoint import Endpoint, EndpointStats, PendingCall
 from .errors import (
     Cancelled,
     CapabilityError,
-    FeatureRemoved,
     ConnectionClosed,
+    FeatureRemoved,
     HttpError,
     McpError,
     PeerMisbehaved,

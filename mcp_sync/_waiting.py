@@ -8,7 +8,7 @@ delay ``KeyboardInterrupt`` until it returns; :func:`wait_sliced` waits in slice
 from __future__ import annotations
 
 import time
-from typing import Callable
+from collections.abc import Callable
 
 __all__ = ["WAIT_SLICE", "wait_sliced"]
 
@@ -16,7 +16,9 @@ WAIT_SLICE = 0.1
 """Longest single blocking wait, in seconds, so that signals (Ctrl-C) are seen promptly."""
 
 
-def wait_sliced(done: Callable[[], bool], wait: Callable[[float], bool], timeout: float | None) -> bool:
+def wait_sliced(
+    done: Callable[[], bool], wait: Callable[[float], bool], timeout: float | None
+) -> bool:
     """Block until ``done()`` is true or ``timeout`` seconds pass; return ``done()``.
 
     ``wait(seconds)`` blocks for at most ``seconds`` and returns True when the awaited thing

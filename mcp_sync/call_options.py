@@ -18,7 +18,8 @@ the wait.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Final, Union
+from collections.abc import Callable
+from typing import Any, Final
 
 from typing_extensions import TypedDict
 
@@ -59,7 +60,7 @@ USE_CLIENT_DEFAULT: Final = UseClientDefault()
 """``timeout=USE_CLIENT_DEFAULT`` (the default): use the configured default timeout of the
 client or connection sending the request (``Client(default_timeout=...)``)."""
 
-TimeoutOption = Union[float, None, UseClientDefault]
+TimeoutOption = float | UseClientDefault | None
 """What ``timeout=`` accepts: seconds, ``None`` (no timeout) or :data:`USE_CLIENT_DEFAULT`."""
 
 

@@ -16,7 +16,8 @@ from __future__ import annotations
 import logging
 import threading
 import weakref
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from . import deadlines
 from ._waiting import wait_sliced
@@ -39,7 +40,16 @@ class CancelToken:
             do_a_bit_of_work()
     """
 
-    __slots__ = ("_cancelled", "_event", "_lock", "_reason", "_callbacks", "_deadline", "_sources", "__weakref__")
+    __slots__ = (
+        "_cancelled",
+        "_event",
+        "_lock",
+        "_reason",
+        "_callbacks",
+        "_deadline",
+        "_sources",
+        "__weakref__",
+    )
 
     def __init__(self) -> None:
         self._cancelled = False
@@ -206,7 +216,9 @@ class CancelToken:
 
         Replaces a deadline set earlier. A negative ``seconds`` raises :class:`ValueError`.
         """
-        entry = deadlines.schedule(deadlines.check_timeout(seconds, "seconds") or 0.0, lambda: self.cancel(reason))
+        entry = deadlines.schedule(
+            deadlines.check_timeout(seconds, "seconds") or 0.0, lambda: self.cancel(reason)
+        )
         with self._lock:
             old, self._deadline = self._deadline, entry
             live = self._callbacks is not None

@@ -52,7 +52,8 @@ from __future__ import annotations
 import logging
 import os
 import pathlib
-from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence, Union
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 from typing_extensions import Unpack
@@ -89,8 +90,8 @@ from .lifecycle import (
     Role,
     State,
 )
-from .negotiation import DISCOVER_TIMEOUT, ProtocolChoice, discovered_server, parse_protocol
 from .listen import DEFAULT_MAX_PENDING, ListenEvent, ListenRouter, Subscription, listen_params
+from .negotiation import DISCOVER_TIMEOUT, ProtocolChoice, discovered_server, parse_protocol
 from .protocol import InboundRequest
 from .result_kinds import InputRequest
 from .results import CLIENT_REQUEST_RESULTS, mcp_models, parser_for
@@ -116,7 +117,7 @@ _log = logging.getLogger("mcp_sync.client")
 RequestHandlerFn = Callable[[dict[str, Any], Context], Any]
 """A handler for a server-to-client request: ``handler(params, ctx) -> result``."""
 
-Roots = Union[Sequence[Union[str, Mapping[str, Any]]], Callable[[], Sequence[Union[str, Mapping[str, Any]]]]]
+Roots = Sequence[str | Mapping[str, Any]] | Callable[[], Sequence[str | Mapping[str, Any]]]
 
 
 def _version() -> str:
@@ -133,7 +134,9 @@ def _root(value: str | os.PathLike[str] | Mapping[str, Any]) -> dict[str, Any]:
     if isinstance(value, os.PathLike):
         value = os.fspath(value)
     if isinstance(value, str):
-        uri = value if "://" in value else pathlib.Path(os.path.abspath(value)).as_uri()  # percent-encoded
+        uri = (
+            value if "://" in value else pathlib.Path(os.path.abspath(value)).as_uri()
+        )  # percent-encoded
         return {"uri": uri}
     return dict(value)
 
@@ -223,9 +226,15 @@ class Client(Session):
         self.on_log = on_log
         self.on_notification = on_notification
         choice = parse_protocol(protocol, protocol_version)
-        if isinstance(transport, HandshakeOnlyTransport) and transport.handshake_only and choice.modern is not None:
+        if (
+            isinstance(transport, HandshakeOnlyTransport)
+            and transport.handshake_only
+            and choice.modern is not None
+        ):
             if choice.handshake is None:
-                raise ValueError(f"protocol={protocol!r}: this transport carries the 2025 revisions only")
+                raise ValueError(
+                    f"protocol={protocol!r}: this transport carries the 2025 revisions only"
+                )
             choice = ProtocolChoice(None, choice.handshake)  # "auto" on it: no probe
         self.protocol = choice
         """What this client may speak (from ``protocol=`` and the transport): a
@@ -245,7 +254,9 @@ class Client(Session):
 
     # -- construction -------------------------------------------------------------------------
     @classmethod
-    def connect(cls, transport: Transport, *, init_timeout: float | None = INIT_TIMEOUT, **options: Any) -> Client:
+    def connect(
+        cls, transport: Transport, *, init_timeout: float | None = INIT_TIMEOUT, **options: Any
+    ) -> Client:
         """Start a client on ``transport`` and agree on the protocol: the ``server/discover``
         probe and 2026-07-28, or the ``initialize`` handshake (see ``protocol=``)."""
         return cls(transport, **options)._start(init_timeout)
@@ -301,7 +312,9 @@ class Client(Session):
             handshake = client.protocol.handshake
             if not (client._probe_lost and exc.returncode == 0 and handshake is not None):
                 raise
-        _log.info("the server exited on the server/discover probe; starting it again for initialize")
+        _log.info(
+            "the server exited on the server/discover probe; starting it again for initialize"
+        )
         return cls(spawn(), **{**options, "protocol": handshake})._start(init_timeout)
 
     @classmethod
@@ -352,9 +365,17 @@ class Client(Session):
 
         protocol = options.setdefault("protocol", "legacy")
         if parse_protocol(protocol, LATEST_HANDSHAKE_VERSION).modern is not None:
-            raise ValueError(f"protocol={protocol!r}: over Streamable HTTP this client speaks 2025-11-25 only, for now")
+            raise ValueError(
+                f"protocol={protocol!r}: over Streamable HTTP this client speaks 2025-11-25 only, for now"
+            )
         if open_get_stream is None:
-            receivers = ("on_notification", "on_log", "roots", "sampling_handler", "elicitation_handler")
+            receivers = (
+                "on_notification",
+                "on_log",
+                "roots",
+                "sampling_handler",
+                "elicitation_handler",
+            )
             open_get_stream = any(options.get(name) is not None for name in receivers)
         limits = {"max_event_bytes": max_event_bytes, "max_response_bytes": max_response_bytes}
         transport = http.HttpClientTransport(
@@ -363,7 +384,9 @@ class Client(Session):
             auth=auth,
             http_client=http_client,
             connect_timeout=connect_timeout,
-            handshake_timeout=options.get("init_timeout", INIT_TIMEOUT),  # initialize is POSTed in this thread
+            handshake_timeout=options.get(
+                "init_timeout", INIT_TIMEOUT
+            ),  # initialize is POSTed in this thread
             reconnect=reconnect,
             open_get_stream=open_get_stream,
             **{name: value for name, value in limits.items() if value is not None},
@@ -486,7 +509,9 @@ class Client(Session):
         if discovered is None:
             try:
                 discovered = self.endpoint.submit(
-                    DISCOVER_METHOD, self.lifecycle.stamp(None, self._envelope()), timeout=self.discover_timeout
+                    DISCOVER_METHOD,
+                    self.lifecycle.stamp(None, self._envelope()),
+                    timeout=self.discover_timeout,
                 ).result()
             except McpError:
                 discovered = {}
@@ -499,7 +524,9 @@ class Client(Session):
 
     def _envelope(self) -> RequestEnvelope:
         version = self.lifecycle.protocol_version or LATEST_MODERN_VERSION
-        return RequestEnvelope(version, self._declared(modern=True), self.client_info, self.log_level)
+        return RequestEnvelope(
+            version, self._declared(modern=True), self.client_info, self.log_level
+        )
 
     def _handshake(self, timeout: float | None) -> dict[str, Any]:
         """``initialize`` and ``notifications/initialized``; the raw result (parsing it
@@ -582,7 +609,11 @@ class Client(Session):
         return call if model is None else call.decode_result_with(parser_for(model))
 
     def _submit_modern(
-        self, method: str, params: dict[str, Any] | None, related: RequestId | None, options: CallOptions
+        self,
+        method: str,
+        params: dict[str, Any] | None,
+        related: RequestId | None,
+        options: CallOptions,
     ) -> PendingCall:
         """A 2026-07-28 request: the envelope on every round, ``input_required`` answered by
         this client's handlers, -32022 retried once with another version both sides speak."""
@@ -629,7 +660,9 @@ class Client(Session):
         if self.lifecycle.era is Era.MODERN and method in REMOVED_AT_MODERN:
             raise FeatureRemoved(method, self.protocol_version or LATEST_MODERN_VERSION, hint)
 
-    def request(self, method: str, params: dict[str, Any] | None = None, **options: Unpack[CallOptions]) -> Any:
+    def request(
+        self, method: str, params: dict[str, Any] | None = None, **options: Unpack[CallOptions]
+    ) -> Any:
         """Send any request and block for its **raw** result dict, whatever the method (see
         :meth:`submit`)."""
         return self.submit(method, params, raw=True, **options).result()
@@ -641,10 +674,14 @@ class Client(Session):
 
     def _require(self, capability: str, what: str) -> None:
         if not self.peer_supports(capability):
-            raise CapabilityError(f"{what}: the server did not declare the {capability!r} capability")
+            raise CapabilityError(
+                f"{what}: the server did not declare the {capability!r} capability"
+            )
 
     # -- tools --------------------------------------------------------------------------------
-    def list_tools_page(self, cursor: str | None = None, **options: Unpack[CallOptions]) -> mcp_types.ListToolsResult:
+    def list_tools_page(
+        self, cursor: str | None = None, **options: Unpack[CallOptions]
+    ) -> mcp_types.ListToolsResult:
         """One page of ``tools/list`` (pass the previous page's ``next_cursor``)."""
         self._require("tools", "tools/list")
         params = {"cursor": cursor} if cursor is not None else None
@@ -685,7 +722,9 @@ class Client(Session):
         return self.submit("tools/call", params, **options)
 
     # -- resources ----------------------------------------------------------------------------
-    def _typed(self, capability: str, method: str, params: dict[str, Any] | None, options: CallOptions) -> Any:
+    def _typed(
+        self, capability: str, method: str, params: dict[str, Any] | None, options: CallOptions
+    ) -> Any:
         self._require(capability, method)
         return self.submit(method, params, **options).result()
 
@@ -699,7 +738,9 @@ class Client(Session):
             if not cursor:
                 return items
 
-    def list_resources_page(self, cursor: str | None = None, **options: Unpack[CallOptions]) -> mcp_types.ListResourcesResult:
+    def list_resources_page(
+        self, cursor: str | None = None, **options: Unpack[CallOptions]
+    ) -> mcp_types.ListResourcesResult:
         """One page of ``resources/list``."""
         params = {"cursor": cursor} if cursor is not None else None
         return self._typed("resources", "resources/list", params, options)  # type: ignore[no-any-return]
@@ -708,16 +749,24 @@ class Client(Session):
         """Every resource, through all pages."""
         return self._all_pages(lambda c: self.list_resources_page(c, **options), "resources")
 
-    def list_resource_templates_page(self, cursor: str | None = None, **options: Unpack[CallOptions]) -> mcp_types.ListResourceTemplatesResult:
+    def list_resource_templates_page(
+        self, cursor: str | None = None, **options: Unpack[CallOptions]
+    ) -> mcp_types.ListResourceTemplatesResult:
         """One page of ``resources/templates/list``."""
         params = {"cursor": cursor} if cursor is not None else None
         return self._typed("resources", "resources/templates/list", params, options)  # type: ignore[no-any-return]
 
-    def list_resource_templates(self, **options: Unpack[CallOptions]) -> list[mcp_types.ResourceTemplate]:
+    def list_resource_templates(
+        self, **options: Unpack[CallOptions]
+    ) -> list[mcp_types.ResourceTemplate]:
         """Every resource template, through all pages."""
-        return self._all_pages(lambda c: self.list_resource_templates_page(c, **options), "resource_templates")
+        return self._all_pages(
+            lambda c: self.list_resource_templates_page(c, **options), "resource_templates"
+        )
 
-    def read_resource(self, uri: str, **options: Unpack[CallOptions]) -> mcp_types.ReadResourceResult:
+    def read_resource(
+        self, uri: str, **options: Unpack[CallOptions]
+    ) -> mcp_types.ReadResourceResult:
         """Read a resource; an unknown URI raises :class:`~mcp_sync.errors.McpError` (-32002)."""
         return self._typed("resources", "resources/read", {"uri": uri}, options)  # type: ignore[no-any-return]
 
@@ -738,7 +787,9 @@ class Client(Session):
         self.submit("resources/unsubscribe", {"uri": uri}, **options, raw=True).result()
 
     # -- prompts ------------------------------------------------------------------------------
-    def list_prompts_page(self, cursor: str | None = None, **options: Unpack[CallOptions]) -> mcp_types.ListPromptsResult:
+    def list_prompts_page(
+        self, cursor: str | None = None, **options: Unpack[CallOptions]
+    ) -> mcp_types.ListPromptsResult:
         """One page of ``prompts/list``."""
         params = {"cursor": cursor} if cursor is not None else None
         return self._typed("prompts", "prompts/list", params, options)  # type: ignore[no-any-return]
@@ -747,7 +798,9 @@ class Client(Session):
         """Every prompt, through all pages."""
         return self._all_pages(lambda c: self.list_prompts_page(c, **options), "prompts")
 
-    def get_prompt(self, name: str, arguments: Mapping[str, str] | None = None, **options: Unpack[CallOptions]) -> mcp_types.GetPromptResult:
+    def get_prompt(
+        self, name: str, arguments: Mapping[str, str] | None = None, **options: Unpack[CallOptions]
+    ) -> mcp_types.GetPromptResult:
         """Render a prompt with ``arguments``."""
         params: dict[str, Any] = {"name": name}
         if arguments is not None:
@@ -778,7 +831,9 @@ class Client(Session):
         """Ask the server to send log messages at ``level`` and above (2025-11-25). At
         2026-07-28 it raises :class:`~mcp_sync.errors.FeatureRemoved`: set
         :attr:`log_level` (``Client(log_level=...)``) instead, which every request carries."""
-        self._refuse_removed("logging/setLevel", "set Client.log_level: every request then asks for that level")
+        self._refuse_removed(
+            "logging/setLevel", "set Client.log_level: every request then asks for that level"
+        )
         self._require("logging", "logging/setLevel")
         self.submit("logging/setLevel", {"level": level}, **options, raw=True).result()
 
@@ -820,7 +875,11 @@ class Client(Session):
             self.send_notification("notifications/roots/list_changed")
 
     def send_notification(
-        self, method: str, params: dict[str, Any] | None = None, *, related_request: RequestId | None = None
+        self,
+        method: str,
+        params: dict[str, Any] | None = None,
+        *,
+        related_request: RequestId | None = None,
     ) -> None:
         """Send a notification; one that 2026-07-28 removed raises
         :class:`~mcp_sync.errors.FeatureRemoved` on a connection at that version."""
@@ -860,9 +919,16 @@ class Client(Session):
             RequestTimeout: not acknowledged within ``ack_timeout`` (the request is cancelled).
         """
         params = self._modern_params(
-            listen_params(tools=tools, prompts=prompts, resources_list=resources_list, resources=resources)
+            listen_params(
+                tools=tools, prompts=prompts, resources_list=resources_list, resources=resources
+            )
         )
-        return self._listens.open(params, on_notification=on_notification, ack_timeout=ack_timeout, max_pending=max_pending)
+        return self._listens.open(
+            params,
+            on_notification=on_notification,
+            ack_timeout=ack_timeout,
+            max_pending=max_pending,
+        )
 
     def _modern_params(self, params: dict[str, Any]) -> dict[str, Any]:
         """``params`` with the 2026-07-28 request envelope; CapabilityError when the
@@ -882,4 +948,3 @@ class Client(Session):
             self.on_log(params)
         if self.on_notification is not None:
             self.on_notification(notification.method, params)
-

@@ -9,7 +9,8 @@ request is.
 from __future__ import annotations
 
 import threading
-from typing import TYPE_CHECKING, Any, Callable, Mapping
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
 
 from .cancel import CancelToken
 from .jsonrpc import RequestId
@@ -21,7 +22,6 @@ if TYPE_CHECKING:  # pragma: no cover
     from .session import Session
 
 __all__ = ["Context"]
-
 
 
 class Context:
@@ -124,7 +124,9 @@ class Context:
         """The caller's ``progressToken``, or ``None`` if it did not ask for progress."""
         return self._request.progress_token
 
-    def report_progress(self, progress: float, total: float | None = None, message: str | None = None) -> bool:
+    def report_progress(
+        self, progress: float, total: float | None = None, message: str | None = None
+    ) -> bool:
         """Send ``notifications/progress`` if the caller asked for progress.
 
         ``progress`` must increase with every call (a ``ValueError`` otherwise). Returns False

@@ -26,8 +26,9 @@ import threading
 import time
 import types
 from collections import Counter, deque
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any
 
 from typing_extensions import Unpack
 
@@ -35,7 +36,14 @@ from . import deadlines
 from ._waiting import wait_sliced
 from .call_options import USE_CLIENT_DEFAULT, CallOptions, ProgressCallback, resolve_timeout
 from .cancel import CancelToken
-from .errors import Cancelled, ConnectionClosed, McpError, RequestTimeout, WaitTimeout, describe_base_exception
+from .errors import (
+    Cancelled,
+    ConnectionClosed,
+    McpError,
+    RequestTimeout,
+    WaitTimeout,
+    describe_base_exception,
+)
 from .jsonrpc import (
     INTERNAL_ERROR,
     ErrorResponse,
@@ -67,7 +75,14 @@ from .protocol import (
 from .transports.base import OutboundMeta, RoutingTransport, Transport, describe_outbound
 from .workers import MAX_QUEUED_CALLBACKS, CallbackThread, WorkerPool
 
-__all__ = ["Endpoint", "EndpointStats", "PendingCall", "RequestHandler", "CancelObserver", "ANSWER_LATER"]
+__all__ = [
+    "Endpoint",
+    "EndpointStats",
+    "PendingCall",
+    "RequestHandler",
+    "CancelObserver",
+    "ANSWER_LATER",
+]
 
 _log = logging.getLogger("mcp_sync.endpoint")
 _wire = logging.getLogger("mcp_sync.wire")
@@ -78,6 +93,7 @@ message received, ``->`` for one sent (``mcp-sync --trace`` shows it on stderr).
 def _trace(name: str, direction: str, data: bytes | str) -> None:
     text = data.decode("utf-8", "replace") if isinstance(data, bytes) else data
     _wire.debug("%s %s %s", name, direction, text.rstrip("\r\n"))
+
 
 RequestHandler = Callable[[InboundRequest], Any]
 """Runs an inbound request in a worker; returns the JSON ``result`` or raises
@@ -107,7 +123,6 @@ CancelObserver = Callable[[RequestId, "str | None"], Any]
 CALLBACK_QUEUE_FULL = "callback queue full while a callback waits for a reply"
 """The :attr:`Endpoint.dropped` reason of a notification that found the callback queue full
 while the callback being run waited for a reply from the same connection."""
-
 
 
 class PendingCall(concurrent.futures.Future):  # type: ignore[type-arg]
@@ -369,7 +384,9 @@ class Endpoint:
         self._core = RequestRegistry(CancelToken)
         # (encoded message, what it is and the inbound request it relates to)
         self._outbox: deque[tuple[bytes, OutboundMeta]] = deque()
-        self._write: Callable[[bytes, OutboundMeta], None] = lambda data, _meta: transport.write(data)
+        self._write: Callable[[bytes, OutboundMeta], None] = lambda data, _meta: transport.write(
+            data
+        )
         self._inbound_cancelled: Callable[[RequestId], Any] | None = None
         if isinstance(transport, RoutingTransport):  # routes by message (HTTP, batches)
             routing: RoutingTransport = transport
@@ -403,7 +420,9 @@ class Endpoint:
         """Start the reader thread. Returns self."""
         if self._reader is not None:
             raise RuntimeError("endpoint already started")
-        self._reader = threading.Thread(target=self._read_loop, name=f"{self.name}-reader", daemon=True)
+        self._reader = threading.Thread(
+            target=self._read_loop, name=f"{self.name}-reader", daemon=True
+        )
         self._reader.start()
         return self
 
@@ -452,7 +471,9 @@ class Endpoint:
         if reader is not None and reader.is_alive() and reader is not current:
             stuck.append(reader)
         if stuck:
-            _log.warning("%s: threads still running after close: %s", self.name, [t.name for t in stuck])
+            _log.warning(
+                "%s: threads still running after close: %s", self.name, [t.name for t in stuck]
+            )
         return stuck
 
     def __enter__(self) -> Endpoint:
@@ -485,7 +506,9 @@ class Endpoint:
         cancel_token = options.get("cancel_token")
         on_progress = options.get("on_progress")
         reset_timeout_on_progress = options.get("reset_timeout_on_progress", False)
-        max_total_timeout = deadlines.check_timeout(options.get("max_total_timeout"), "max_total_timeout")
+        max_total_timeout = deadlines.check_timeout(
+            options.get("max_total_timeout"), "max_total_timeout"
+        )
         future = PendingCall(self, method)
         if cancel_token is not None and cancel_token.cancelled:
             future._conclude(cancelled=True, reason=cancel_token.reason)  # nothing was sent
@@ -532,13 +555,19 @@ class Endpoint:
             return timeout
         return min(timeout, max_total)
 
-    def request(self, method: str, params: dict[str, Any] | None = None, **options: Unpack[CallOptions]) -> Any:
+    def request(
+        self, method: str, params: dict[str, Any] | None = None, **options: Unpack[CallOptions]
+    ) -> Any:
         """Send a request and block for its raw result (see :meth:`submit` and
         :meth:`PendingCall.result`). ``KeyboardInterrupt`` cancels it on the wire."""
         return self.submit(method, params, **options).result()
 
     def notify(
-        self, method: str, params: dict[str, Any] | None = None, *, related_request: RequestId | None = None
+        self,
+        method: str,
+        params: dict[str, Any] | None = None,
+        *,
+        related_request: RequestId | None = None,
     ) -> None:
         """Send a notification. Raises :class:`~mcp_sync.errors.ConnectionClosed` if closed.
 
@@ -558,7 +587,9 @@ class Endpoint:
             return
         self._notify_related(request, notification)
 
-    def notify_about(self, request: InboundRequest, method: str, params: dict[str, Any] | None = None) -> bool:
+    def notify_about(
+        self, request: InboundRequest, method: str, params: dict[str, Any] | None = None
+    ) -> bool:
         """Send a notification about the inbound ``request`` (a log message its handler
         produced) while it is running; returns False, sending nothing, once it was
         cancelled or answered."""
@@ -602,7 +633,9 @@ class Endpoint:
             self._flush(block=False)  # and never queues behind another thread's slow write
         return cancelled
 
-    def fail_call(self, request_id: RequestId, exception: BaseException, *, cancel: bool = False) -> bool:
+    def fail_call(
+        self, request_id: RequestId, exception: BaseException, *, cancel: bool = False
+    ) -> bool:
         """Fail one pending outbound call with ``exception``, for a transport that knows
         better than to end the whole connection. With ``cancel=True`` the peer is also sent
         ``notifications/cancelled`` (the request may be running there); without, nothing is
@@ -614,7 +647,9 @@ class Endpoint:
             if cancel:
                 actions = self._core.cancel_outbound(request, str(exception), exception)
                 future = request.context
-                self._queue_sends(actions, future._related if isinstance(future, PendingCall) else None)
+                self._queue_sends(
+                    actions, future._related if isinstance(future, PendingCall) else None
+                )
             else:
                 actions = self._core.fail_outbound(request, exception)
         if actions:
@@ -644,7 +679,9 @@ class Endpoint:
             return False
         return self._notify_related(request, Notification(PROGRESS_METHOD, params))
 
-    def respond(self, request: InboundRequest, result: Any = None, *, error: McpError | None = None) -> bool:
+    def respond(
+        self, request: InboundRequest, result: Any = None, *, error: McpError | None = None
+    ) -> bool:
         """Answer an inbound request now, from any thread (for example when a server-side
         deadline expires while the handler still runs).
 
@@ -711,7 +748,11 @@ class Endpoint:
         if self._outbox:  # whoever queues a message also flushes it: nothing is stranded
             self._flush(block=True)
         self._perform(actions, inline)
-        if self.on_cancelled is not None and isinstance(message, Notification) and message.method == CANCELLED_METHOD:
+        if (
+            self.on_cancelled is not None
+            and isinstance(message, Notification)
+            and message.method == CANCELLED_METHOD
+        ):
             self._observe_cancel(self.on_cancelled, message.params or {})
 
     def _observe_cancel(self, observer: CancelObserver, params: dict[str, Any]) -> None:
@@ -721,7 +762,9 @@ class Endpoint:
             reason = params.get("reason")
             self._deliver(observer, target, reason if type(reason) is str else None)
 
-    def _perform(self, actions: Iterable[Action], inline: Callable[[InboundRequest], Any] | None = None) -> None:
+    def _perform(
+        self, actions: Iterable[Action], inline: Callable[[InboundRequest], Any] | None = None
+    ) -> None:
         for action in actions:
             if isinstance(action, Settle):
                 future = action.request.context
@@ -770,7 +813,9 @@ class Endpoint:
             if self.dropped[CALLBACK_QUEUE_FULL] == 1:
                 _log.warning(
                     "%s: callback queue full (%d) while a callback waits for a reply: dropping "
-                    "notifications until it returns", self.name, self._callbacks.max_queued,
+                    "notifications until it returns",
+                    self.name,
+                    self._callbacks.max_queued,
                 )
 
     def _count_dropped(self, detail: str, message: Any) -> None:
@@ -802,7 +847,9 @@ class Endpoint:
                 self._deliver(
                     future._on_progress,
                     progress,
-                    total if isinstance(total, (int, float)) and not isinstance(total, bool) else None,
+                    total
+                    if isinstance(total, (int, float)) and not isinstance(total, bool)
+                    else None,
                     message if isinstance(message, str) else None,
                 )
 
@@ -821,12 +868,24 @@ class Endpoint:
         except McpError as exc:
             reply = encode(ErrorResponse(request.id, exc.code, exc.message, exc.data))
         except Cancelled as exc:
-            reply = encode(ErrorResponse(request.id, INTERNAL_ERROR, f"request was cancelled: {exc}"))
+            reply = encode(
+                ErrorResponse(request.id, INTERNAL_ERROR, f"request was cancelled: {exc}")
+            )
         except Exception as exc:
             _log.debug("%s: handler for %s failed", self.name, request.method, exc_info=True)
-            reply = encode(ErrorResponse(request.id, INTERNAL_ERROR, str(exc) or type(exc).__name__))
-        except BaseException as exc:  # SystemExit, KeyboardInterrupt, ...: answered, and the worker lives on
-            _log.error("%s: handler for %s raised %s", self.name, request.method, type(exc).__name__, exc_info=True)
+            reply = encode(
+                ErrorResponse(request.id, INTERNAL_ERROR, str(exc) or type(exc).__name__)
+            )
+        except (
+            BaseException
+        ) as exc:  # SystemExit, KeyboardInterrupt, ...: answered, and the worker lives on
+            _log.error(
+                "%s: handler for %s raised %s",
+                self.name,
+                request.method,
+                type(exc).__name__,
+                exc_info=True,
+            )
             reply = encode(ErrorResponse(request.id, INTERNAL_ERROR, describe_base_exception(exc)))
         with self._lock:
             sent = self._core.complete(request, reply)
@@ -969,4 +1028,3 @@ class EndpointStats:
     callback_queue_limit: int
     dropped: Mapping[str, int]
     closed: bool
-

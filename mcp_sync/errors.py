@@ -113,7 +113,6 @@ class McpError(Exception):
         return error
 
 
-
 class ArgumentError(McpError):
     """Arguments that do not match a handler's schema (a -32602 error).
 
@@ -268,7 +267,11 @@ class RequestStateError(McpError):
     reason = "invalid"
 
     def __init__(self, detail: str | None = None) -> None:
-        super().__init__(INVALID_PARAMS, f"Invalid requestState: {detail or self.reason}", {"reason": self.reason})
+        super().__init__(
+            INVALID_PARAMS,
+            f"Invalid requestState: {detail or self.reason}",
+            {"reason": self.reason},
+        )
 
 
 class StateMalformed(RequestStateError):

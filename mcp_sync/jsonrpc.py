@@ -14,10 +14,9 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field
-from typing import Any, Union
+from typing import Any, TypeGuard
 
 from pydantic_core import SchemaSerializer, core_schema, from_json
-from typing_extensions import TypeGuard
 
 __all__ = [
     "PARSE_ERROR",
@@ -59,7 +58,7 @@ MISSING_REQUIRED_CLIENT_CAPABILITY = -32021
 UNSUPPORTED_PROTOCOL_VERSION = -32022
 """(2026-07-28) The request's protocol version is not served (``data``: supported, requested)."""
 
-RequestId = Union[int, str]
+RequestId = int | str
 
 MAX_NESTING_DEPTH = 200
 """How deep a message may nest -- no value in it may sit more than this many levels of arrays
@@ -178,7 +177,7 @@ class InvalidMessage:
     response_id: RequestId | None = None
 
 
-Message = Union[Request, Notification, Response, ErrorResponse]
+Message = Request | Notification | Response | ErrorResponse
 
 
 def _invalid_request(detail: str, raw: Any, msg_id: Any = None) -> InvalidMessage:
@@ -231,7 +230,9 @@ def _nested_deeper_than(obj: Any, limit: int) -> bool:
 # a JSON string, or a run of brackets (a run's depth change is all that matters in valid JSON)
 _SCAN_TOKEN = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{}]+')
 _SCAN_COLON = re.compile(rb"\s*:")
-_SCAN_SCALAR = re.compile(rb'\s*:\s*("[^"\\]*(?:\\.[^"\\]*)*"|-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?|true|false|null)')
+_SCAN_SCALAR = re.compile(
+    rb'\s*:\s*("[^"\\]*(?:\\.[^"\\]*)*"|-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?|true|false|null)'
+)
 _SCAN_KEYS = ("id", "method", "result", "error")
 
 
@@ -287,7 +288,9 @@ def decode_object(obj: Any) -> Message | InvalidMessage:
     msg_id = obj.get("id")
     readable_id = msg_id if is_valid_id(msg_id) else None
     if obj.get("jsonrpc") != "2.0":
-        if "method" not in obj and ("result" in obj or "error" in obj):  # a response: never answered
+        if "method" not in obj and (
+            "result" in obj or "error" in obj
+        ):  # a response: never answered
             return InvalidMessage('"jsonrpc" must be "2.0"', None, obj, readable_id)
         return _invalid_request('"jsonrpc" must be "2.0"', obj, msg_id)
     if "method" in obj:

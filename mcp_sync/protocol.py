@@ -29,8 +29,9 @@ import copy
 import enum
 import itertools
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable, Union
+from typing import Any
 
 from .errors import ConnectionClosed, PeerMisbehaved
 from .jsonrpc import (
@@ -99,7 +100,16 @@ class OutboundState(enum.Enum):
 class InboundRequest:
     """A request the peer sent us, with its cancellation token."""
 
-    __slots__ = ("id", "method", "params", "token", "state", "cancel_reason", "context", "__weakref__")
+    __slots__ = (
+        "id",
+        "method",
+        "params",
+        "token",
+        "state",
+        "cancel_reason",
+        "context",
+        "__weakref__",
+    )
 
     def __init__(self, request: Request, token: Any) -> None:
         self.id: RequestId = request.id
@@ -149,7 +159,7 @@ class OutboundRequest:
 class Send:
     """Write this to the peer. ``message`` is a message object or pre-encoded bytes."""
 
-    message: Union[Message, bytes]
+    message: Message | bytes
 
 
 @dataclass(frozen=True)
@@ -206,7 +216,7 @@ class Dropped:
     message: Any = None
 
 
-Action = Union[Send, Dispatch, CancelInbound, Settle, Deliver, Progress, Dropped]
+Action = Send | Dispatch | CancelInbound | Settle | Deliver | Progress | Dropped
 
 
 def _our_id(response_id: RequestId) -> int | None:
@@ -256,7 +266,9 @@ class RequestRegistry:
 
     def inbound_by_state(self) -> tuple[int, int]:
         """Counts of in-flight inbound requests (queued, running)."""
-        running = sum(1 for request in self._inbound.values() if request.state is InboundState.RUNNING)
+        running = sum(
+            1 for request in self._inbound.values() if request.state is InboundState.RUNNING
+        )
         return len(self._inbound) - running, running
 
     # -- input from the peer -----------------------------------------------------------------
@@ -286,7 +298,9 @@ class RequestRegistry:
         request = self._match_outbound(response_id)
         if request is None:
             return []
-        failure = PeerMisbehaved(f"{request.method}: the peer sent an invalid response ({detail})", detail)
+        failure = PeerMisbehaved(
+            f"{request.method}: the peer sent an invalid response ({detail})", detail
+        )
         return self.fail_outbound(request, failure)
 
     def _match_outbound(self, response_id: RequestId) -> OutboundRequest | None:
@@ -353,7 +367,9 @@ class RequestRegistry:
         request.state = InboundState.RUNNING
         return True
 
-    def complete(self, request: InboundRequest, reply: Response | ErrorResponse | bytes) -> list[Action]:
+    def complete(
+        self, request: InboundRequest, reply: Response | ErrorResponse | bytes
+    ) -> list[Action]:
         """The handler finished: emit ``reply`` unless the cancellation won."""
         if request.state not in (InboundState.RUNNING, InboundState.QUEUED):
             return []
@@ -482,7 +498,9 @@ class RequestRegistry:
             out.state = OutboundState.FAILED
             # one exception object per call: each is raised in its own thread. A
             # ConnectionClosed subclass (a session that ended, an HTTP refusal) keeps its type.
-            failure = copy.copy(exc) if isinstance(exc, ConnectionClosed) else ConnectionClosed(str(exc))
+            failure = (
+                copy.copy(exc) if isinstance(exc, ConnectionClosed) else ConnectionClosed(str(exc))
+            )
             failure.__cause__ = exc.__cause__ if isinstance(exc, ConnectionClosed) else exc
             actions.append(Settle(out, exception=failure))
         return actions

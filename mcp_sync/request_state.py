@@ -50,7 +50,6 @@ from typing import Any, Protocol
 
 from .errors import (
     PayloadTooLarge,
-    RequestStateError,
     StateExpired,
     StateKeyUnknown,
     StateMalformed,
@@ -97,7 +96,9 @@ _B64 = r"[A-Za-z0-9_-]"
 _SIG_CHARS = 43  # 32 bytes of HMAC-SHA256, base64url without padding
 _STATE = re.compile(rf"{_VERSION}\.({_KEY_ID.pattern})\.({_B64}+)\.({_B64}{{{_SIG_CHARS}}})")
 _SEALED_VERSION = "e1"
-_SEALED = re.compile(rf"{_SEALED_VERSION}\.({_KEY_ID.pattern})\.({_B64}{{40,}})")  # nonce + tag at least
+_SEALED = re.compile(
+    rf"{_SEALED_VERSION}\.({_KEY_ID.pattern})\.({_B64}{{40,}})"
+)  # nonce + tag at least
 _AEAD_NONCE_BYTES = 12
 _ENCRYPTION_LABEL = b"mcp_sync requestState AES-256-GCM key"
 _PRINCIPAL_LABEL = b"mcp_sync requestState principal\x00"
@@ -137,8 +138,14 @@ def params_digest(params: Mapping[str, Any] | None) -> str:
     if params is None:
         params = {}
     # params that are not an object (never valid for the MRTR methods) digest as they are
-    kept = {k: v for k, v in params.items() if k not in EXCLUDED_PARAMS} if isinstance(params, Mapping) else params
-    canonical = json.dumps(_normalise(kept), sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+    kept = (
+        {k: v for k, v in params.items() if k not in EXCLUDED_PARAMS}
+        if isinstance(params, Mapping)
+        else params
+    )
+    canonical = json.dumps(
+        _normalise(kept), sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
+    )
     return _b64encode(hashlib.sha256(canonical.encode("utf-8")).digest())
 
 
@@ -180,21 +187,30 @@ class KeyRing:
             raise ValueError("a key ring needs at least one key")
         for key_id, secret in keys.items():
             if not isinstance(key_id, str) or not _KEY_ID.fullmatch(key_id):
-                raise ValueError(f"invalid key id {key_id!r}: use 1-64 characters of A-Z a-z 0-9 _ -")
+                raise ValueError(
+                    f"invalid key id {key_id!r}: use 1-64 characters of A-Z a-z 0-9 _ -"
+                )
             if not isinstance(secret, bytes) or len(secret) < MIN_KEY_BYTES:
-                raise ValueError(f"the secret of key {key_id!r} must be at least {MIN_KEY_BYTES} bytes")
+                raise ValueError(
+                    f"the secret of key {key_id!r} must be at least {MIN_KEY_BYTES} bytes"
+                )
         if current not in keys:
             raise ValueError(f"the current key {current!r} is not in the key ring")
         self._keys = dict(keys)
         self._current = current
 
     @classmethod
-    def from_mapping(cls, keys: Mapping[str, bytes | str], *, current: str | None = None) -> KeyRing:
+    def from_mapping(
+        cls, keys: Mapping[str, bytes | str], *, current: str | None = None
+    ) -> KeyRing:
         """A ring from configuration: ``str`` secrets are base64url (padding optional).
 
         ``current`` defaults to the first key of the mapping.
         """
-        decoded = {key_id: secret if isinstance(secret, bytes) else _decode_secret(key_id, secret) for key_id, secret in keys.items()}
+        decoded = {
+            key_id: secret if isinstance(secret, bytes) else _decode_secret(key_id, secret)
+            for key_id, secret in keys.items()
+        }
         if current is None:
             current = next(iter(decoded), "")
         return cls(decoded, current=current)
@@ -221,7 +237,9 @@ class KeyRing:
         return cls.from_mapping(pairs)
 
     @classmethod
-    def from_env(cls, name: str = DEFAULT_ENV_VAR, *, environ: Mapping[str, str] | None = None) -> KeyRing:
+    def from_env(
+        cls, name: str = DEFAULT_ENV_VAR, *, environ: Mapping[str, str] | None = None
+    ) -> KeyRing:
         """A ring from the environment variable ``name``, in the :meth:`from_string` format."""
         env = os.environ if environ is None else environ
         text = env.get(name)
@@ -304,7 +322,9 @@ class MemoryReplayGuard:
     :class:`ReplayGuard` on a shared store (for example a database insert on a unique key).
     """
 
-    def __init__(self, *, max_entries: int = 100_000, clock: Callable[[], float] = time.time) -> None:
+    def __init__(
+        self, *, max_entries: int = 100_000, clock: Callable[[], float] = time.time
+    ) -> None:
         if max_entries < 1:
             raise ValueError("max_entries must be at least 1")
         self.max_entries = max_entries
@@ -374,7 +394,14 @@ class StateSealer:
         self.replay_guard = replay_guard
         self._clock = clock
 
-    def seal(self, payload: Any, *, method: str, params: Mapping[str, Any] | None, principal: str | None = None) -> str:
+    def seal(
+        self,
+        payload: Any,
+        *,
+        method: str,
+        params: Mapping[str, Any] | None,
+        principal: str | None = None,
+    ) -> str:
         """A state string carrying ``payload`` (JSON-serialisable), bound to this request.
 
         Raises:
@@ -395,7 +422,9 @@ class StateSealer:
         }
         if principal is not None:
             body["sub"] = _principal_tag(secret, principal)
-        plain = json.dumps(body, separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode("utf-8")
+        plain = json.dumps(body, separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode(
+            "utf-8"
+        )
         if self.encrypt:
             header = f"{_SEALED_VERSION}.{key_id}"
             nonce = secrets.token_bytes(_AEAD_NONCE_BYTES)
@@ -404,14 +433,30 @@ class StateSealer:
             signed = f"{_VERSION}.{key_id}.{_b64encode(plain)}"
             state = f"{signed}.{_sign(secret, signed)}"
         if len(state) > self.max_chars:
-            raise PayloadTooLarge(f"the sealed state would be {len(state)} characters, more than {self.max_chars}")
+            raise PayloadTooLarge(
+                f"the sealed state would be {len(state)} characters, more than {self.max_chars}"
+            )
         return state
 
-    def open(self, state: object, *, method: str, params: Mapping[str, Any] | None, principal: str | None = None) -> Any:
+    def open(
+        self,
+        state: object,
+        *,
+        method: str,
+        params: Mapping[str, Any] | None,
+        principal: str | None = None,
+    ) -> Any:
         """The payload of ``state``, after every check; see :meth:`open_verified`."""
         return self.open_verified(state, method=method, params=params, principal=principal).payload
 
-    def open_verified(self, state: object, *, method: str, params: Mapping[str, Any] | None, principal: str | None = None) -> OpenedState:
+    def open_verified(
+        self,
+        state: object,
+        *,
+        method: str,
+        params: Mapping[str, Any] | None,
+        principal: str | None = None,
+    ) -> OpenedState:
         """Verify ``state`` against this request and return it with its bindings.
 
         ``params`` are the retry's params (``_meta``, ``inputResponses`` and
@@ -432,16 +477,21 @@ class StateSealer:
             raise StateExpired()
         if not hmac.compare_digest(body["m"].encode("utf-8"), method.encode("utf-8")):
             raise StateMismatch("method_mismatch")
-        if not hmac.compare_digest(body["d"].encode("ascii"), params_digest(params).encode("ascii")):
+        if not hmac.compare_digest(
+            body["d"].encode("ascii"), params_digest(params).encode("ascii")
+        ):
             raise StateMismatch("params_mismatch")
         expected_sub = "" if principal is None else _principal_tag(secret, principal)
-        if not hmac.compare_digest(body.get("sub", "").encode("utf-8"), expected_sub.encode("ascii")):
+        if not hmac.compare_digest(
+            body.get("sub", "").encode("utf-8"), expected_sub.encode("ascii")
+        ):
             raise StateMismatch("principal_mismatch")
         opened = OpenedState(body["p"], key_id, body["iat"] / 1000, body["exp"] / 1000, body["n"])
-        if self.replay_guard is not None and not self.replay_guard.claim(opened.nonce, opened.expires_at):
+        if self.replay_guard is not None and not self.replay_guard.claim(
+            opened.nonce, opened.expires_at
+        ):
             raise StateReplayed()
         return opened
-
 
     def _authenticate(self, state: str) -> tuple[str, bytes, bytes]:
         """The key id, its secret and the authenticated body bytes of either form."""
@@ -455,7 +505,10 @@ class StateSealer:
         if secret is None:
             raise StateKeyUnknown()
         if signed_match is not None:
-            if not hmac.compare_digest(_sign(secret, state[: -(_SIG_CHARS + 1)]).encode("ascii"), signed_match.group(3).encode("ascii")):
+            if not hmac.compare_digest(
+                _sign(secret, state[: -(_SIG_CHARS + 1)]).encode("ascii"),
+                signed_match.group(3).encode("ascii"),
+            ):
                 raise StateTampered()
             return key_id, secret, _b64decode_part(signed_match.group(2))
         sealed = _b64decode_part(match.group(2))
@@ -465,7 +518,9 @@ class StateSealer:
             raise StateMalformed("encrypted states need the cryptography package") from None
         try:
             header = f"{_SEALED_VERSION}.{key_id}".encode("ascii")
-            plain = _aead(secret).decrypt(sealed[:_AEAD_NONCE_BYTES], sealed[_AEAD_NONCE_BYTES:], header)
+            plain = _aead(secret).decrypt(
+                sealed[:_AEAD_NONCE_BYTES], sealed[_AEAD_NONCE_BYTES:], header
+            )
         except InvalidTag:
             raise StateTampered() from None
         return key_id, secret, plain
@@ -495,10 +550,18 @@ def _sign(secret: bytes, signed: str) -> str:
 
 def _principal_tag(secret: bytes, principal: str) -> str:
     """A keyed digest of the principal: bound into the state without being readable in it."""
-    return _b64encode(hmac.new(secret, _PRINCIPAL_LABEL + principal.encode("utf-8"), hashlib.sha256).digest())
+    return _b64encode(
+        hmac.new(secret, _PRINCIPAL_LABEL + principal.encode("utf-8"), hashlib.sha256).digest()
+    )
 
 
-_BODY_TYPES: dict[str, tuple[type, ...]] = {"m": (str,), "d": (str,), "iat": (int,), "exp": (int,), "n": (str,)}
+_BODY_TYPES: dict[str, tuple[type, ...]] = {
+    "m": (str,),
+    "d": (str,),
+    "iat": (int,),
+    "exp": (int,),
+    "n": (str,),
+}
 
 
 def _decode_body(plain: bytes) -> dict[str, Any]:

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import functools
 import importlib
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 __all__ = ["CLIENT_REQUEST_RESULTS", "SERVER_REQUEST_RESULTS", "mcp_models", "parser_for"]
 
@@ -50,7 +51,11 @@ def mcp_models() -> Any:
 
 
 def _parse(model_name: str, raw: Any) -> Any:
-    if model_name == "CreateMessageResult" and isinstance(raw, dict) and isinstance(raw.get("content"), list):
+    if (
+        model_name == "CreateMessageResult"
+        and isinstance(raw, dict)
+        and isinstance(raw.get("content"), list)
+    ):
         model_name = "CreateMessageResultWithTools"
     return getattr(mcp_models(), model_name).model_validate(raw)
 

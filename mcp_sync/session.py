@@ -9,7 +9,8 @@ and the peer's capabilities and identity. :class:`~mcp_sync.server.ServerSession
 from __future__ import annotations
 
 import threading
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from typing_extensions import Unpack
 
@@ -108,7 +109,11 @@ class Session:
         """Raise (sending nothing) if this side may not send the request ``method`` now."""
 
     def send_notification(
-        self, method: str, params: dict[str, Any] | None = None, *, related_request: RequestId | None = None
+        self,
+        method: str,
+        params: dict[str, Any] | None = None,
+        *,
+        related_request: RequestId | None = None,
     ) -> None:
         """Send a notification (``related_request``: the inbound request it belongs to)."""
         self.endpoint.notify(method, params, related_request=related_request)

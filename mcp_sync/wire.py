@@ -8,7 +8,9 @@ from pydantic import BaseModel
 
 __all__ = ["model_to_wire"]
 
-_CACHE_HINTS = frozenset({"ttlMs", "cacheScope"})  # 2026-07-28 members mcp_types fills in by default
+_CACHE_HINTS = frozenset(
+    {"ttlMs", "cacheScope"}
+)  # 2026-07-28 members mcp_types fills in by default
 
 
 def model_to_wire(model: BaseModel, *, result: bool = False) -> dict[str, Any]:

@@ -8,13 +8,15 @@ between all its sessions).
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 import time
 from collections import deque
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator
+from typing import Any
 
 from . import deadlines
 
@@ -126,7 +128,9 @@ class WorkerPool:
                     if not self._threads:
                         self._items.pop()  # nobody would ever run it
                         raise
-                    _log.warning("%s: cannot start another worker; the task waits for a busy one", self.name)
+                    _log.warning(
+                        "%s: cannot start another worker; the task waits for a busy one", self.name
+                    )
             self._arm_watch()  # every worker is busy: the task waits
 
     def _work(self) -> None:
@@ -169,7 +173,7 @@ class WorkerPool:
                 delay = queued_at + self.wait_warning - time.monotonic()
                 self._watch_seq += 1
                 seq = self._watch_seq
-                self._watch = deadlines.schedule(delay, lambda: self._check_waits(seq))
+                self._watch = deadlines.schedule(delay, functools.partial(self._check_waits, seq))
                 return
 
     def _check_waits(self, seq: int) -> None:
@@ -291,7 +295,9 @@ class CallbackThread:
             self._items.append((fn, args))
             if self._thread is not None:
                 return True
-            self._thread = threading.Thread(target=self._drain, name=f"{self._name}-callbacks", daemon=True)
+            self._thread = threading.Thread(
+                target=self._drain, name=f"{self._name}-callbacks", daemon=True
+            )
             thread = self._thread
         thread.start()
         return True

@@ -238,6 +238,7 @@ def test_close_waits_for_a_running_callback_of_that_subscription() -> None:
         sub = bus.subscribe("t", slow)
         bus.publish("t", {"n": 0})
         assert started.wait(WAIT)
+
         def close() -> None:
             sub.close()
             closed.set()

@@ -13,19 +13,17 @@ from typing import Any
 
 import pytest
 import redis
-
-from mcp_sync.errors import BusUnavailable
-from mcp_sync.server.bus import BusMessage, MessageBus, RedisBus, process_id
-
 from support.paths import PYTHON
 from support.processes import Proc
 from support.waiting import PEER_WAIT, wait_until
+
+from mcp_sync.errors import BusUnavailable
+from mcp_sync.server.bus import BusMessage, MessageBus, RedisBus, process_id
 
 REDIS_SERVER = shutil.which("redis-server")
 pytestmark = pytest.mark.skipif(
     REDIS_SERVER is None, reason="redis-server is not installed (.ci/run installs it)"
 )
-
 
 
 def free_port() -> int:
@@ -45,8 +43,17 @@ class RedisServer:
     def start(self) -> None:
         assert REDIS_SERVER is not None
         self.proc = Proc(
-            [REDIS_SERVER, "--port", str(self.port), "--bind", "127.0.0.1",
-             "--save", "", "--appendonly", "no"]
+            [
+                REDIS_SERVER,
+                "--port",
+                str(self.port),
+                "--bind",
+                "127.0.0.1",
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+            ]
         )
         self.proc.wait_for("stdout", "Ready to accept connections", PEER_WAIT)
 
@@ -264,7 +271,9 @@ def test_the_bus_reconnects_after_redis_restarts(
     redis_server.kill()
     with pytest.raises(BusUnavailable):
         bus.publish("tools", {"n": "lost"})
-    wait_until(lambda: not bus.connected, "the listener to notice the lost connection", timeout=PEER_WAIT)
+    wait_until(
+        lambda: not bus.connected, "the listener to notice the lost connection", timeout=PEER_WAIT
+    )
 
     redis_server.start()
     wait_until(lambda: bus.stats().reconnects == 1, "the listener to reconnect", timeout=PEER_WAIT)
@@ -297,7 +306,11 @@ def test_a_bus_subscribed_across_a_restart_receives_events_of_new_buses(
     got = Collector(1)
     listener.subscribe("resources", got)
     redis_server.kill()
-    wait_until(lambda: not listener.connected, "the listener to notice the lost connection", timeout=PEER_WAIT)
+    wait_until(
+        lambda: not listener.connected,
+        "the listener to notice the lost connection",
+        timeout=PEER_WAIT,
+    )
     redis_server.start()
     wait_until(lambda: listener.connected, "the listener to reconnect", timeout=PEER_WAIT)
     make_bus().publish("resources", {"uri": "file:///a"})

@@ -14,16 +14,14 @@ import tracemalloc
 from typing import Any
 
 import pytest
-
-from mcp_sync import Client, Endpoint, memory_pair
-from mcp_sync.endpoint import CALLBACK_QUEUE_FULL
-from mcp_sync.workers import MAX_QUEUED_CALLBACKS, CallbackThread
-
 from support.endpoints import dispatcher
 from support.paths import PEERS, ROOT
 from support.threads import wait_until_blocked_in
 from support.waiting import WAIT, wait_until
 
+from mcp_sync import Client, Endpoint, memory_pair
+from mcp_sync.endpoint import CALLBACK_QUEUE_FULL
+from mcp_sync.workers import MAX_QUEUED_CALLBACKS, CallbackThread
 
 HOSTILE = PEERS / "hostile_input_server.py"
 
@@ -50,7 +48,9 @@ def test_submit_with_wait_blocks_while_full_and_resumes_in_order():
     runner.submit(ran.append, 1, wait=True)
     runner.submit(ran.append, 2, wait=True)
     results: list[bool] = []
-    submitter = threading.Thread(target=lambda: results.append(runner.submit(ran.append, 3, wait=True)))
+    submitter = threading.Thread(
+        target=lambda: results.append(runner.submit(ran.append, 3, wait=True))
+    )
     submitter.start()
     wait_until_blocked_in(submitter, "submit")
     assert len(runner) == 2 and not results
@@ -79,10 +79,14 @@ def test_a_full_queue_refuses_instead_of_waiting_while_the_callback_waits_for_a_
     runner.submit(waiting_callback, wait=True)
     assert inside.wait(WAIT)
     runner.submit(lambda: None, wait=True)  # fills the queue
-    submitter = threading.Thread(target=lambda: outcome.append(runner.submit(lambda: None, wait=True)))
+    submitter = threading.Thread(
+        target=lambda: outcome.append(runner.submit(lambda: None, wait=True))
+    )
     submitter.start()
     submitter.join(WAIT)
-    assert outcome == [False], "a full queue made the reader wait for a callback that waits for the reader"
+    assert outcome == [False], (
+        "a full queue made the reader wait for a callback that waits for the reader"
+    )
     assert len(runner) == 1
     leave.set()
     assert runner.join(WAIT) is None
@@ -116,8 +120,14 @@ class Flood:
                 self.server.notify("note", {"n": n})
             return {"sent": req.params["count"]}
 
-        self.server = Endpoint(b, request_handler=dispatcher({"flood": flood, "echo": lambda r: r.params}), name="flood-server")
-        self.client = Endpoint(a, notification_handler=on_note, max_queued_callbacks=client_limit, name="flood-client")
+        self.server = Endpoint(
+            b,
+            request_handler=dispatcher({"flood": flood, "echo": lambda r: r.params}),
+            name="flood-server",
+        )
+        self.client = Endpoint(
+            a, notification_handler=on_note, max_queued_callbacks=client_limit, name="flood-client"
+        )
         self.server.start()
         self.client.start()
 
@@ -143,7 +153,9 @@ def test_blocked_callback_bounds_the_queue_and_the_reader_waits_then_everything_
     flood = Flood(client_limit=limit, on_note=on_note)
     try:
         pending = flood.client.submit("flood", {"count": count}, timeout=WAIT * 4)
-        wait_until(lambda: flood.client.stats().callback_queue_depth == limit, "the callback queue to fill")
+        wait_until(
+            lambda: flood.client.stats().callback_queue_depth == limit, "the callback queue to fill"
+        )
         assert flood.client._reader is not None
         wait_until_blocked_in(flood.client._reader, "submit")
         assert flood.client.stats().callback_queue_depth == limit
@@ -169,14 +181,18 @@ def test_a_callback_that_calls_the_same_peer_while_the_queue_is_full_gets_its_an
         assert flood is not None
         seen.append(note.params["n"])
         if note.params["n"] == 0:
-            wait_until(lambda: flood.client.stats().callback_queue_depth == limit, "the queue to fill")
+            wait_until(
+                lambda: flood.client.stats().callback_queue_depth == limit, "the queue to fill"
+            )
             answers.append(flood.client.request("echo", {"from": "callback"}, timeout=WAIT))
 
     flood = Flood(client_limit=limit, on_note=on_note)
     try:
         pending = flood.client.submit("flood", {"count": count}, timeout=WAIT * 4)
         assert pending.result(WAIT * 2) == {"sent": count}
-        wait_until(lambda: answers == [{"from": "callback"}], "the callback's own call to be answered")
+        wait_until(
+            lambda: answers == [{"from": "callback"}], "the callback's own call to be answered"
+        )
         client = flood.client
         wait_until(
             lambda: len(seen) + client.stats().dropped.get(CALLBACK_QUEUE_FULL, 0) == count,
@@ -191,8 +207,12 @@ def test_a_callback_that_calls_the_same_peer_while_the_queue_is_full_gets_its_an
 # -- a real stdio server: the pipe fills and the server waits ----------------------------------------
 def _spawn(**options: Any) -> Client:
     return Client.stdio(
-        [sys.executable, str(HOSTILE)], env={"PYTHONPATH": str(ROOT)}, stderr="discard", init_timeout=20,
-        protocol="legacy", **options  # the flood of notifications/message is a 2025-11-25 session's
+        [sys.executable, str(HOSTILE)],
+        env={"PYTHONPATH": str(ROOT)},
+        stderr="discard",
+        init_timeout=20,
+        protocol="legacy",
+        **options,  # the flood of notifications/message is a 2025-11-25 session's
     )
 
 
@@ -216,7 +236,11 @@ def test_stdio_flood_with_a_blocked_callback_stays_bounded_and_the_response_arri
         try:
             baseline = tracemalloc.get_traced_memory()[0]
             pending = client.call_tool_future("flood", {"count": count, "size": size}, timeout=60)
-            wait_until(lambda: client.stats().callback_queue_depth == limit, "the queue to fill", timeout=20)
+            wait_until(
+                lambda: client.stats().callback_queue_depth == limit,
+                "the queue to fill",
+                timeout=20,
+            )
             reader = client.endpoint._reader
             assert reader is not None
             wait_until_blocked_in(reader, "submit", timeout=20)
@@ -230,7 +254,9 @@ def test_stdio_flood_with_a_blocked_callback_stays_bounded_and_the_response_arri
         gate.set()
         result = pending.result(60)
         assert result.structured_content == {"result": count}
-        wait_until(lambda: len(seen) == count, f"all notifications delivered ({len(seen)})", timeout=20)
+        wait_until(
+            lambda: len(seen) == count, f"all notifications delivered ({len(seen)})", timeout=20
+        )
         assert seen == list(range(count))
         assert max(depths) <= limit
         assert client.stats().dropped.get(CALLBACK_QUEUE_FULL, 0) == 0
@@ -247,7 +273,11 @@ def test_stdio_callback_calling_the_server_during_a_flood_is_answered():
         n = params["data"]["n"]
         seen.append(n)
         if n == 0:
-            wait_until(lambda: client.stats().callback_queue_depth == limit, "the queue to fill", timeout=20)
+            wait_until(
+                lambda: client.stats().callback_queue_depth == limit,
+                "the queue to fill",
+                timeout=20,
+            )
             answers.append(client.call_tool("pid", timeout=20).structured_content)
 
     with _spawn(on_log=on_log, max_queued_callbacks=limit) as client:
@@ -299,7 +329,9 @@ def test_stress_callbacks_calling_the_peer_during_floods(fast_switching):
 
             def settled() -> bool:  # every notification delivered or dropped, every call answered
                 dropped = client.stats().dropped.get(CALLBACK_QUEUE_FULL, 0)
-                return len(seen) + dropped == 60 and len(answered) == len([n for n in seen if n % 10 == 0])
+                return len(seen) + dropped == 60 and len(answered) == len(
+                    [n for n in seen if n % 10 == 0]
+                )
 
             wait_until(settled, f"the callbacks to finish ({len(seen)} seen)")
             assert answered == [{"n": n} for n in seen if n % 10 == 0]

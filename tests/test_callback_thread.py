@@ -8,11 +8,10 @@ import logging
 import threading
 
 import pytest
-
-from mcp_sync.workers import MAX_QUEUED_CALLBACKS, CallbackThread
-
 from support.threads import wait_until_blocked_in
 from support.waiting import WAIT, wait_event, wait_until
+
+from mcp_sync.workers import MAX_QUEUED_CALLBACKS, CallbackThread
 
 
 class Held:
@@ -109,7 +108,9 @@ def test_a_waiting_submit_blocks_while_the_queue_is_full():
     assert runner.submit(ran.append, "q2", wait=True)
     assert len(runner) == 2
     result: list[bool] = []
-    submitter = threading.Thread(target=lambda: result.append(runner.submit(ran.append, "q3", wait=True)))
+    submitter = threading.Thread(
+        target=lambda: result.append(runner.submit(ran.append, "q3", wait=True))
+    )
     submitter.start()
     wait_until_blocked_in(submitter, "submit")  # waiting for room
     assert result == [] and len(runner) == 2
@@ -167,7 +168,9 @@ def test_a_blocked_submitter_is_refused_when_the_callback_starts_waiting_for_a_r
     wait_event(running, "the callback to run")
     runner.submit(lambda: None)  # the queue is full now
     result: list[bool] = []
-    submitter = threading.Thread(target=lambda: result.append(runner.submit(lambda: None, wait=True)))
+    submitter = threading.Thread(
+        target=lambda: result.append(runner.submit(lambda: None, wait=True))
+    )
     submitter.start()
     wait_until_blocked_in(submitter, "submit")  # a submitter to a full queue waits
     enter_reply.set()  # now waiting would deadlock: the submitter is refused
@@ -184,7 +187,10 @@ def test_stop_waiting_lets_every_blocked_submitter_through():
     wait_event(held.running, "the first callback to run")
     runner.submit(lambda: None)
     results: list[bool] = []
-    submitters = [threading.Thread(target=lambda: results.append(runner.submit(lambda: None, wait=True))) for _ in range(3)]
+    submitters = [
+        threading.Thread(target=lambda: results.append(runner.submit(lambda: None, wait=True)))
+        for _ in range(3)
+    ]
     for s in submitters:
         s.start()
     for s in submitters:

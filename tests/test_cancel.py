@@ -9,12 +9,11 @@ import threading
 import time
 
 import pytest
+from support.waiting import wait_until
 
 from mcp_sync import deadlines
 from mcp_sync.cancel import CancelToken
 from mcp_sync.errors import Cancelled
-
-from support.waiting import wait_until
 
 
 def run_in_thread(fn, timeout: float = 5.0):
@@ -161,7 +160,9 @@ def test_first_wait_racing_cancel_is_always_woken(fast_switching):
         outcome: list[bool] = []
 
         def waiter(
-            token: CancelToken = token, barrier: threading.Barrier = barrier, outcome: list[bool] = outcome
+            token: CancelToken = token,
+            barrier: threading.Barrier = barrier,
+            outcome: list[bool] = outcome,
         ) -> None:
             barrier.wait()
             outcome.append(token.wait(30))
@@ -501,7 +502,7 @@ def test_deadline_cancel_prevents_callback():
 
 
 def test_one_scheduler_thread_for_many_timeouts():
-    before = {t for t in threading.enumerate()}
+    before = set(threading.enumerate())
     tokens = [CancelToken.with_timeout(30 + i) for i in range(200)]
     new = [t for t in threading.enumerate() if t not in before]
     assert [t.name for t in new] == ["mcp_sync-deadlines"]

@@ -11,10 +11,9 @@ import threading
 import weakref
 
 import pytest
+from support.waiting import WAIT
 
 from mcp_sync.cancel import CancelToken
-
-from support.waiting import WAIT
 
 
 def links(token: CancelToken) -> int:
@@ -80,7 +79,9 @@ def test_a_dropped_combined_token_is_freed_and_unlinked():
     del combined
     gc.collect()
     assert all(ref() is None for ref in refs), "the sources kept a dropped combined token alive"
-    assert (links(lifetime), links(other)) == (0, 0), "links of dropped tokens stayed in the sources"
+    assert (links(lifetime), links(other)) == (0, 0), (
+        "links of dropped tokens stayed in the sources"
+    )
     assert lifetime.cancel("bye")  # nothing left to forward to, nothing fails
 
 

@@ -84,13 +84,19 @@ class EraClient:
         """What precedes the first call: the handshake at 2025, nothing at 2026."""
         if self.modern:
             return []
-        init = {"protocolVersion": LEGACY, "capabilities": {}, "clientInfo": {"name": "by-hand", "version": "0"}}
+        init = {
+            "protocolVersion": LEGACY,
+            "capabilities": {},
+            "clientInfo": {"name": "by-hand", "version": "0"},
+        }
         return [
             line({"jsonrpc": "2.0", "id": "init", "method": "initialize", "params": init}),
             line({"jsonrpc": "2.0", "method": "notifications/initialized"}),
         ]
 
-    def call(self, request_id: Any, *, progress_token: Any = None, method: str = "tools/call") -> bytes:
+    def call(
+        self, request_id: Any, *, progress_token: Any = None, method: str = "tools/call"
+    ) -> bytes:
         params: dict[str, Any] = {"name": "work", "arguments": {}}
         meta: dict[str, Any] = dict(ENVELOPE) if self.modern else {}
         if progress_token is not None:
@@ -145,7 +151,9 @@ class ServerCores:
     def arrive(self, data: bytes) -> list[Any]:
         """One line from the client."""
         message = decode(data)
-        if isinstance(message, Notification) and not self.lifecycle.receive_notification(message.method):
+        if isinstance(message, Notification) and not self.lifecycle.receive_notification(
+            message.method
+        ):
             self.dropped["removed notification"] += 1
             return []
         actions = self.core.receive(message)
@@ -165,7 +173,10 @@ class ServerCores:
                 self.start(request.id)
                 self.finish(request.id, {"protocolVersion": version, "capabilities": {"tools": {}}})
         except McpError as exc:
-            self._perform(self.core.complete(request, ErrorResponse(request.id, exc.code, exc.message)), self.dropped)
+            self._perform(
+                self.core.complete(request, ErrorResponse(request.id, exc.code, exc.message)),
+                self.dropped,
+            )
 
     def open(self, client: EraClient) -> None:
         for data in client.opening():
@@ -180,7 +191,9 @@ class ServerCores:
 
     def finish(self, request_id: Any, result: Any = "done") -> list[Any]:
         request = self.requests[request_id]
-        return self._perform(self.core.complete(request, Response(request.id, result)), self.withheld)
+        return self._perform(
+            self.core.complete(request, Response(request.id, result)), self.withheld
+        )
 
     def progress(self, request_id: Any, value: int) -> list[Any]:
         request = self.requests[request_id]
@@ -190,7 +203,9 @@ class ServerCores:
 
     def log(self, request_id: Any, text: str) -> list[Any]:
         request = self.requests[request_id]
-        note = Notification("notifications/message", {"level": "info", "data": {"call": request_id, "text": text}})
+        note = Notification(
+            "notifications/message", {"level": "info", "data": {"call": request_id, "text": text}}
+        )
         return self._perform(self.core.notify_related(request, note), self.withheld)
 
     def written_about(self, request_id: Any) -> list[tuple[int, Any]]:
@@ -205,9 +220,13 @@ class ServerCores:
                 out.append((position, message))
             elif isinstance(message, Notification):
                 params = message.params or {}
-                if message.method == "notifications/progress" and params.get("progressToken") == request.progress_token:
-                    out.append((position, message))
-                elif message.method == "notifications/message" and params["data"].get("call") == request_id:
+                if (
+                    message.method == "notifications/progress"
+                    and params.get("progressToken") == request.progress_token
+                ) or (
+                    message.method == "notifications/message"
+                    and params["data"].get("call") == request_id
+                ):
                     out.append((position, message))
         return out
 
@@ -356,7 +375,11 @@ def run_step(server: ServerCores, client: EraClient, step: str, arg: Any) -> Any
         assert isinstance(action, Dropped), action
         return action.detail
     if step in ("progress", "log"):
-        actions = server.progress(arg, 1 + len(server.sent)) if step == "progress" else server.log(arg, "x")
+        actions = (
+            server.progress(arg, 1 + len(server.sent))
+            if step == "progress"
+            else server.log(arg, "x")
+        )
         (action,) = actions
         if isinstance(action, Send):
             return "sent"
@@ -387,10 +410,14 @@ def test_sequence(name: str, server: ServerCores, client: EraClient) -> None:
     assert sum(server.withheld.values()) == expected_withheld
     assert set(server.withheld) <= {NOT_RUNNING}
     # every inbound cancellation that was not accepted is counted, by reason
-    ignored = Counter(out for step, _, out in SEQUENCES[name] if step == "cancel" and out != "fires")
+    ignored = Counter(
+        out for step, _, out in SEQUENCES[name] if step == "cancel" and out != "fires"
+    )
     assert server.dropped == ignored
     assert server.core.in_flight()[0] == sum(
-        1 for r in server.requests.values() if r.state in (InboundState.QUEUED, InboundState.RUNNING)
+        1
+        for r in server.requests.values()
+        if r.state in (InboundState.QUEUED, InboundState.RUNNING)
     )
 
 
@@ -400,7 +427,7 @@ def test_the_table_is_the_same_in_both_eras() -> None:
     written: dict[str, list[list[Any]]] = {}
     for version in ERAS:
         written[version] = []
-        for name, steps in SEQUENCES.items():
+        for steps in SEQUENCES.values():
             client, server = EraClient(version), ServerCores()
             server.open(client)
             for step, arg, _ in steps:
@@ -424,12 +451,16 @@ MALFORMED_PARAMS = [
 
 
 @pytest.mark.parametrize("params", MALFORMED_PARAMS, ids=repr)
-def test_malformed_cancel_is_ignored(params: dict[str, Any], server: ServerCores, client: EraClient) -> None:
+def test_malformed_cancel_is_ignored(
+    params: dict[str, Any], server: ServerCores, client: EraClient
+) -> None:
     """2026-07-28 requires ``requestId`` (2025-11-25 had it optional): without a usable one
     the cancel names nothing and is ignored in both eras."""
     server.arrive(client.call(1, progress_token="p"))
     assert server.start(1)
-    actions = server.arrive(line({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": params}))
+    actions = server.arrive(
+        line({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": params})
+    )
     assert [(type(a), a.detail) for a in actions] == [(Dropped, MALFORMED)]
     assert server.fired == [] and server.sent == []
     assert server.progress(1, 1)[0] == Send(server.sent[-1])
@@ -445,7 +476,9 @@ def test_malformed_cancel_is_ignored(params: dict[str, Any], server: ServerCores
     ],
     ids=["params-array", "params-string"],
 )
-def test_unreadable_cancel_is_ignored_and_answers_nothing(raw: bytes, server: ServerCores, client: EraClient) -> None:
+def test_unreadable_cancel_is_ignored_and_answers_nothing(
+    raw: bytes, server: ServerCores, client: EraClient
+) -> None:
     """A notification gets no error response, however broken (JSON-RPC); the call goes on."""
     server.arrive(client.call(1))
     assert server.start(1)
@@ -469,11 +502,17 @@ def test_a_cancel_naming_a_request_refused_at_admission_is_ignored(
     """A request the lifecycle refuses is answered at once; a cancel that follows finds
     nothing. (Refused at 2025: an enveloped request on an initialized connection; at 2026: a
     version not served.)"""
-    if client.modern:
-        meta = {**ENVELOPE, PROTOCOL_VERSION_KEY: "2099-01-01"}
-    else:
-        meta = dict(ENVELOPE)
-    server.arrive(line({"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": {"name": "w", "_meta": meta}}))
+    meta = {**ENVELOPE, PROTOCOL_VERSION_KEY: "2099-01-01"} if client.modern else dict(ENVELOPE)
+    server.arrive(
+        line(
+            {
+                "jsonrpc": "2.0",
+                "id": 5,
+                "method": "tools/call",
+                "params": {"name": "w", "_meta": meta},
+            }
+        )
+    )
     ((request_id, code),) = answers(server)
     assert request_id == 5 and code in (INVALID_REQUEST, -32022)
     server.arrive(client.cancel(5))
@@ -499,7 +538,9 @@ def test_duplicate_id_in_flight_is_refused_and_the_cancel_reaches_the_first(
     assert answers(server) == [(1, "done")]
 
 
-def test_connection_lost_fires_every_token_and_writes_nothing_more(server: ServerCores, client: EraClient) -> None:
+def test_connection_lost_fires_every_token_and_writes_nothing_more(
+    server: ServerCores, client: EraClient
+) -> None:
     for request_id in (1, 2):
         server.arrive(client.call(request_id, progress_token=request_id))
     assert server.start(1)
@@ -514,7 +555,9 @@ def test_connection_lost_fires_every_token_and_writes_nothing_more(server: Serve
 # =========================================================================================
 # what the lifecycle does with a cancellation, per era
 # =========================================================================================
-def test_the_lifecycle_passes_cancellations_on_in_both_eras(server: ServerCores, client: EraClient) -> None:
+def test_the_lifecycle_passes_cancellations_on_in_both_eras(
+    server: ServerCores, client: EraClient
+) -> None:
     assert server.lifecycle.receive_notification("notifications/cancelled")
     assert server.lifecycle.era is (None if client.modern else Era.HANDSHAKE)
     server.arrive(client.call(1))
@@ -553,7 +596,11 @@ def test_server_discover_can_be_cancelled_and_pins_nothing() -> None:
     """(2026) Nothing forbids cancelling ``server/discover``; a cancelled probe leaves the
     connection unpinned, and it gets no answer."""
     client, server = EraClient(MODERN), ServerCores()
-    server.arrive(line({"jsonrpc": "2.0", "id": 1, "method": "server/discover", "params": {"_meta": ENVELOPE}}))
+    server.arrive(
+        line(
+            {"jsonrpc": "2.0", "id": 1, "method": "server/discover", "params": {"_meta": ENVELOPE}}
+        )
+    )
     server.arrive(client.cancel(1, meta="envelope"))
     assert server.fired == [(1, "stop")]
     assert server.start(1) is False and server.finish(1, {"supportedVersions": [MODERN]}) == []
@@ -567,7 +614,7 @@ def test_the_same_ids_in_both_eras_on_two_connections() -> None:
         server.open(client)
         server.arrive(client.call(1))
         server.start(1)
-    legacy_client, legacy = pairs[LEGACY]
+    _legacy_client, legacy = pairs[LEGACY]
     modern_client, modern = pairs[MODERN]
     modern.arrive(modern_client.cancel(1, meta="envelope"))
     legacy.finish(1)
@@ -581,7 +628,9 @@ def _all_ids() -> Iterator[Any]:
 
 
 @pytest.mark.parametrize("request_id", list(_all_ids()), ids=repr)
-def test_any_valid_id_is_cancelled_exactly(request_id: Any, server: ServerCores, client: EraClient) -> None:
+def test_any_valid_id_is_cancelled_exactly(
+    request_id: Any, server: ServerCores, client: EraClient
+) -> None:
     server.arrive(client.call(request_id))
     assert server.start(request_id)
     server.arrive(client.cancel(request_id))
@@ -589,7 +638,9 @@ def test_any_valid_id_is_cancelled_exactly(request_id: Any, server: ServerCores,
     assert server.finish(request_id) == [] and server.sent == []
 
 
-def test_invalid_message_ids_do_not_count_as_requests(client: EraClient, server: ServerCores) -> None:
+def test_invalid_message_ids_do_not_count_as_requests(
+    client: EraClient, server: ServerCores
+) -> None:
     """A request with an invalid id is refused by the decoder; a cancel naming that id then
     finds nothing."""
     raw = line({"jsonrpc": "2.0", "id": 1.5, "method": "tools/call", "params": {}})

@@ -16,13 +16,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
-
-from mcp_sync import Context, Server
-from mcp_sync.transports.memory import memory_pair
-
 from support.line_client import LineClient
 from support.storm import CANCEL_ENVELOPE, ERAS, INIT_PARAMS, LEGACY, stamp
 from support.waiting import WAIT, wait_event
+
+from mcp_sync import Context, Server
+from mcp_sync.transports.memory import memory_pair
 
 UNKNOWN = "cancellation of an unknown or finished request"
 MALFORMED = "malformed cancellation"
@@ -109,7 +108,9 @@ class Conversation:
         self.client = LineClient(client_end)
         self._ids = iter(range(1, 10_000))
         if era == LEGACY:
-            self.client.write({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": INIT_PARAMS})
+            self.client.write(
+                {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": INIT_PARAMS}
+            )
             assert "result" in self.client.wait_answer(0)
             self.client.write({"jsonrpc": "2.0", "method": "notifications/initialized"})
 
@@ -118,7 +119,12 @@ class Conversation:
         params: dict[str, Any] = {"name": name, "arguments": arguments}
         if progress_token is not None:
             params["_meta"] = {"progressToken": progress_token}
-        message = {"jsonrpc": "2.0", "id": request_id, "method": "tools/call", "params": stamp(params, self.era)}
+        message = {
+            "jsonrpc": "2.0",
+            "id": request_id,
+            "method": "tools/call",
+            "params": stamp(params, self.era),
+        }
         self.client.write(message)
         return request_id
 
@@ -130,7 +136,10 @@ class Conversation:
 
     def barrier(self) -> None:
         """Every line written before this is processed once its answer is read."""
-        assert self.client.wait_answer(self.call("quick", {}))["result"]["content"][0]["text"] == "quick"
+        assert (
+            self.client.wait_answer(self.call("quick", {}))["result"]["content"][0]["text"]
+            == "quick"
+        )
 
     @property
     def dropped(self) -> Any:
@@ -183,7 +192,9 @@ def kinds(messages: list[Any]) -> list[str]:
 
 @pytest.mark.parametrize("raise_late", [False, True], ids=["returns", "raises"])
 @pytest.mark.parametrize("meta", ["none", "envelope", "empty"])
-def test_cancel_while_running_then_nothing_more(conversation: Conversation, meta: str, raise_late: bool) -> None:
+def test_cancel_while_running_then_nothing_more(
+    conversation: Conversation, meta: str, raise_late: bool
+) -> None:
     conv = conversation
     request_id = conv.gated("a", raise_late=raise_late)
     gate = conv.gates["a"]
@@ -194,7 +205,9 @@ def test_cancel_while_running_then_nothing_more(conversation: Conversation, meta
     wait_event(gate.returned, "the handler to go on and return")
     conv.barrier()
     conv.close()  # every worker joined: whatever the server would write is written
-    assert gate.after == [("progress", False), ("log", False)], "a report after the cancel was not withheld"
+    assert gate.after == [("progress", False), ("log", False)], (
+        "a report after the cancel was not withheld"
+    )
     assert kinds(conv.client.about(request_id, "p-a", "a")) == ["progress before", "log before"]
     assert conv.withheld == {"notification for a request that is not running": 2}
 
@@ -230,7 +243,11 @@ def test_complete_then_cancel_is_ignored(conversation: Conversation, meta: str) 
     assert not conv.gates["a"].fired.is_set()
     conv.close()
     assert kinds(conv.client.about(request_id, "p-a", "a")) == [
-        "progress before", "log before", "progress after", "log after", "result"
+        "progress before",
+        "log before",
+        "progress after",
+        "log after",
+        "result",
     ]
     assert answer["result"]["content"][0]["text"] == "a"
     assert conv.dropped[UNKNOWN] == 1
@@ -260,7 +277,9 @@ def test_unknown_and_malformed_cancels_are_ignored(conversation: Conversation) -
     assert conv.dropped[UNKNOWN] == 2 and conv.dropped[MALFORMED] == 6, conv.dropped
     # nothing answered a cancellation: every answer is to a request of ours
     asked = {m["id"] for m in conv.client.sent if "id" in m}
-    assert all(m.get("id") in asked for m in conv.client.received if "method" not in m), conv.client.received
+    assert all(m.get("id") in asked for m in conv.client.received if "method" not in m), (
+        conv.client.received
+    )
 
 
 def test_cancel_twice_fires_once(conversation: Conversation) -> None:
@@ -294,12 +313,16 @@ def test_nothing_for_a_request_after_its_answer(conversation: Conversation) -> N
     assert conv.withheld == {"notification for a request that is not running": 2}
 
 
-def test_a_duplicate_id_is_refused_and_the_cancel_reaches_the_first(conversation: Conversation) -> None:
+def test_a_duplicate_id_is_refused_and_the_cancel_reaches_the_first(
+    conversation: Conversation,
+) -> None:
     conv = conversation
     request_id = conv.gated("a")
     wait_event(conv.gates["a"].started, "the handler to reach its gate")
     params = stamp({"name": "gated", "arguments": {"tag": "b", "raise_late": False}}, conv.era)
-    conv.client.write({"jsonrpc": "2.0", "id": request_id, "method": "tools/call", "params": params})
+    conv.client.write(
+        {"jsonrpc": "2.0", "id": request_id, "method": "tools/call", "params": params}
+    )
     refusal = conv.client.wait_answer(request_id)
     assert refusal["error"]["code"] == -32600, refusal  # the one answer that id gets
     conv.cancel({"requestId": request_id, "reason": "stop the first"})

@@ -11,12 +11,12 @@ import sys
 import threading
 from typing import Any
 
-from mcp_sync import Client
-
 from support.endpoints import Blocker, raw_server
 from support.probes import ObservedCancels
 from support.sessions import FakeServer, connected, holding_server
 from support.waiting import WAIT, wait_until
+
+from mcp_sync import Client
 
 
 def test_endpoint_observer_sees_matched_unknown_and_reasonless_cancels_on_the_callback_thread():
@@ -33,10 +33,26 @@ def test_endpoint_observer_sees_matched_unknown_and_reasonless_cancels_on_the_ca
         s.server.on_cancelled = observe
         s.peer.send({"jsonrpc": "2.0", "id": 1, "method": "block"})
         blocker.wait_started(1)
-        s.peer.send({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 1, "reason": "user"}})
-        s.peer.send({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": "nope"}})
-        s.peer.send({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": True}})  # malformed
-        s.peer.send({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 7, "reason": 3}})
+        s.peer.send(
+            {
+                "jsonrpc": "2.0",
+                "method": "notifications/cancelled",
+                "params": {"requestId": 1, "reason": "user"},
+            }
+        )
+        s.peer.send(
+            {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": "nope"}}
+        )
+        s.peer.send(
+            {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": True}}
+        )  # malformed
+        s.peer.send(
+            {
+                "jsonrpc": "2.0",
+                "method": "notifications/cancelled",
+                "params": {"requestId": 7, "reason": 3},
+            }
+        )
         seen = observed.wait_for(3)
         assert [(i, r) for i, r, _ in seen] == [(1, "user"), ("nope", None), (7, None)]
         assert all(name.endswith("-callbacks") for _, _, name in seen), seen
@@ -61,12 +77,17 @@ def test_client_on_cancelled_sees_the_server_cancelling_its_request():
     try:
         client = Client.connect(fake.client_transport, on_cancelled=observed, init_timeout=WAIT)
         try:
-            fake.endpoint.notify("notifications/cancelled", {"requestId": 12, "reason": "server gave up"})
+            fake.endpoint.notify(
+                "notifications/cancelled", {"requestId": 12, "reason": "server gave up"}
+            )
             ((request_id, reason, thread),) = observed.wait_for(1)
             assert (request_id, reason) == (12, "server gave up")
             assert thread.endswith("-callbacks")
             wait_until(
-                lambda: client.stats().dropped.get("cancellation of an unknown or finished request") == 1,
+                lambda: (
+                    client.stats().dropped.get("cancellation of an unknown or finished request")
+                    == 1
+                ),
                 "the cancellation to be counted as dropped too",
             )
         finally:
@@ -122,14 +143,24 @@ def test_both_observers_over_a_spawned_stdio_server():
             server_saw.set()
 
     roots = BlockingRoots()
-    with Client.stdio([sys.executable, "-c", NESTED_SERVER], stderr=on_stderr, roots=roots,
-                      on_cancelled=client_seen, init_timeout=20,
-                      protocol="legacy") as client, contextlib.ExitStack() as stack:  # server-to-client requests
+    with (
+        Client.stdio(
+            [sys.executable, "-c", NESTED_SERVER],
+            stderr=on_stderr,
+            roots=roots,
+            on_cancelled=client_seen,
+            init_timeout=20,
+            protocol="legacy",
+        ) as client,
+        contextlib.ExitStack() as stack,
+    ):  # server-to-client requests
         stack.callback(roots.release.set)  # before close(), which waits for the roots handler
         pending = client.call_tool_future("ask")
         assert roots.asked.wait(WAIT), "the server did not ask for roots"
         pending.cancel("user stop")
-        assert server_saw.wait(WAIT), f"the server's observer saw nothing; its stderr: {server_lines}"
+        assert server_saw.wait(WAIT), (
+            f"the server's observer saw nothing; its stderr: {server_lines}"
+        )
         assert f"observed {pending.request_id!r} 'user stop'" in server_lines
         ((_, reason, thread),) = client_seen.wait_for(1)
         assert reason and thread.endswith("-callbacks"), client_seen.seen

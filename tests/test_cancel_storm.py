@@ -27,15 +27,6 @@ from contextlib import contextmanager
 from typing import Any
 
 import pytest
-
-from mcp_sync.cancel import CancelToken
-from mcp_sync.endpoint import Endpoint, PendingCall
-from mcp_sync.errors import Cancelled, RequestTimeout
-from mcp_sync.protocol import NOT_RUNNING
-from mcp_sync.transports.memory import memory_pair
-from mcp_sync.transports.stdio import StdioTransport
-from mcp_sync.transports.subprocess import SubprocessTransport
-
 from peers.storm_server import Journal, build_server
 from support.paths import PEERS, PYTHON, ROOT
 from support.recording import RecordingTransport
@@ -53,6 +44,14 @@ from support.storm import (
     work_params,
 )
 from support.waiting import WAIT
+
+from mcp_sync.cancel import CancelToken
+from mcp_sync.endpoint import Endpoint, PendingCall
+from mcp_sync.errors import Cancelled, RequestTimeout
+from mcp_sync.protocol import NOT_RUNNING
+from mcp_sync.transports.memory import memory_pair
+from mcp_sync.transports.stdio import StdioTransport
+from mcp_sync.transports.subprocess import SubprocessTransport
 
 CALLS = 240
 CALLERS = 6
@@ -96,8 +95,13 @@ class _PipeEnd:
 def served_pipes(journal: Journal, withheld: Counter[str]) -> Iterator[Any]:
     to_server_r, to_server_w = os.pipe()
     to_client_r, to_client_w = os.pipe()
-    server_in, server_out = os.fdopen(to_server_r, "rb", buffering=0), os.fdopen(to_client_w, "wb", buffering=0)
-    handle = build_server(journal, max_workers=SERVER_WORKERS).serve_in_thread(StdioTransport(server_in, server_out))
+    server_in, server_out = (
+        os.fdopen(to_server_r, "rb", buffering=0),
+        os.fdopen(to_client_w, "wb", buffering=0),
+    )
+    handle = build_server(journal, max_workers=SERVER_WORKERS).serve_in_thread(
+        StdioTransport(server_in, server_out)
+    )
     client_end = _PipeEnd(to_client_r, to_server_w)
     try:
         yield client_end
@@ -118,7 +122,9 @@ def served_subprocess(journal: Journal, tmp_path: Any) -> Iterator[Any]:
         "STORM_WORKERS": str(SERVER_WORKERS),
         "STORM_SWITCH_INTERVAL": "1e-6",
     }
-    transport = SubprocessTransport([PYTHON, str(PEERS / "storm_server.py")], env=env, stderr="capture")
+    transport = SubprocessTransport(
+        [PYTHON, str(PEERS / "storm_server.py")], env=env, stderr="capture"
+    )
     try:
         yield transport
     finally:
@@ -155,7 +161,9 @@ class CrossingRecorder(RecordingTransport):
         return line
 
 
-def storm(transport: Any, era: str, plans: list[CallPlan], seed: int) -> tuple[RecordingTransport, list[Any]]:
+def storm(
+    transport: Any, era: str, plans: list[CallPlan], seed: int
+) -> tuple[RecordingTransport, list[Any]]:
     """Run the storm through an mcp_sync endpoint on ``transport``; returns the recorder and
     the ids of the requests that were not storm calls."""
     recorder = CrossingRecorder(transport)
@@ -180,7 +188,9 @@ def storm(transport: Any, era: str, plans: list[CallPlan], seed: int) -> tuple[R
 
                 def cross() -> None:
                     if not (submitted.wait(WAIT) and calls[plan.tag].cancel(plan.reason)):
-                        errors.append(AssertionError(f"{plan.tag}: not cancelled with its answer in hand"))
+                        errors.append(
+                            AssertionError(f"{plan.tag}: not cancelled with its answer in hand")
+                        )
 
                 recorder.before_answer(plan.tag, cross)
 
@@ -248,7 +258,11 @@ def storm(transport: Any, era: str, plans: list[CallPlan], seed: int) -> tuple[R
         by_tag = {plan.tag: plan for plan in plans}
         rng = random.Random(seed)
         threads = [
-            threading.Thread(target=caller, args=(plans[k::CALLERS], random.Random(rng.random())), name=f"caller-{k}")
+            threading.Thread(
+                target=caller,
+                args=(plans[k::CALLERS], random.Random(rng.random())),
+                name=f"caller-{k}",
+            )
             for k in range(CALLERS)
         ]
         monkey = threading.Thread(target=chaos, args=(random.Random(rng.random()),), name="chaos")
@@ -260,8 +274,12 @@ def storm(transport: Any, era: str, plans: list[CallPlan], seed: int) -> tuple[R
         monkey.join(WAIT)
         assert not any(t.is_alive() for t in [*threads, monkey]), "a storm thread hung"
         assert not errors, errors
-        settle = client.submit("tools/call", stamp({"name": "settle", "arguments": {}}, era), timeout=STORM_WAIT)
-        assert settle.result(STORM_WAIT)["structuredContent"] == {"result": True}, "the server did not settle"
+        settle = client.submit(
+            "tools/call", stamp({"name": "settle", "arguments": {}}, era), timeout=STORM_WAIT
+        )
+        assert settle.result(STORM_WAIT)["structuredContent"] == {"result": True}, (
+            "the server did not settle"
+        )
         other_ids.append(settle.request_id)
         # every call settled exactly once, and the client's view of it is consistent
         for plan in plans:
@@ -272,11 +290,16 @@ def storm(transport: Any, era: str, plans: list[CallPlan], seed: int) -> tuple[R
         assert client.in_flight() == (0, 0)
         # a response that lost to the client's own cancel was dropped quietly: the caller
         # saw "cancelled", never the result, never a connection error
-        answered = {m.get("id") for m in recorder.received if isinstance(m, dict) and "method" not in m}
+        answered = {
+            m.get("id") for m in recorder.received if isinstance(m, dict) and "method" not in m
+        }
         late = sum(1 for plan in plans if plan.outcome != "result" and plan.request_id in answered)
         assert client.dropped["late response after cancellation"] == late, client.dropped
         # and so was progress that crossed the cancel on the wire; nothing else was dropped
-        crossing = {"late response after cancellation", "progress for an unknown or finished request"}
+        crossing = {
+            "late response after cancellation",
+            "progress for an unknown or finished request",
+        }
         assert set(client.dropped) <= crossing, client.dropped
     finally:
         client.close(WAIT)
@@ -291,7 +314,9 @@ def storm(transport: Any, era: str, plans: list[CallPlan], seed: int) -> tuple[R
         # a cancelled or timed-out call sent its cancellation exactly once; one that got its
         # result (or was cancelled only after it) sent none
         expected = 0 if plan.outcome == "result" else 1
-        assert plan.cancels_sent == expected, f"{plan}: cancelled {plan.cancels_sent} times on the wire"
+        assert plan.cancels_sent == expected, (
+            f"{plan}: cancelled {plan.cancels_sent} times on the wire"
+        )
     return recorder, other_ids
 
 
@@ -327,7 +352,9 @@ def test_cancellation_storm(era: str, transport: str, fast_switching: None, tmp_
         serving = served_subprocess(journal, tmp_path)
     with serving as client_end:
         recorder, other_ids = storm(client_end, era, plans, seed)
-    verdict = judge(plans, recorder.received, journal.events, era=era, other_ids=other_ids, sent=recorder.sent)
+    verdict = judge(
+        plans, recorder.received, journal.events, era=era, other_ids=other_ids, sent=recorder.sent
+    )
     check_era(recorder.received, era)
     check_client_agrees(plans, journal.events)
     verdict.check_mix()

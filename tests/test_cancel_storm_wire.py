@@ -23,7 +23,6 @@ import zlib
 from typing import Any
 
 import pytest
-
 from peers.storm_server import Journal
 from support.line_client import LineClient, same_id
 from support.paths import PEERS, PYTHON, ROOT
@@ -60,7 +59,9 @@ class ChildLines:
     """A child process's stdin and stdout as lines, nothing more."""
 
     def __init__(self, argv: list[str], env: dict[str, str], stderr: Any) -> None:
-        self.process = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr, env=env)
+        self.process = subprocess.Popen(
+            argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr, env=env
+        )
 
     def read_line(self) -> bytes | None:
         assert self.process.stdout is not None
@@ -195,7 +196,9 @@ def test_cancellation_storm_on_the_raw_wire(era: str, fast_switching: None, tmp_
                 assert "result" in client.wait_answer("init", STORM_WAIT)
                 client.write({"jsonrpc": "2.0", "method": "notifications/initialized"})
             drive(client, era, plans, rng)
-            client.write(request("settle", "tools/call", stamp({"name": "settle", "arguments": {}}, era)))
+            client.write(
+                request("settle", "tools/call", stamp({"name": "settle", "arguments": {}}, era))
+            )
             settled = client.wait_answer("settle", STORM_WAIT)
             assert settled["result"]["structuredContent"] == {"result": True}, settled
             code = child.finish(client)
@@ -214,7 +217,9 @@ def test_cancellation_storm_on_the_raw_wire(era: str, fast_switching: None, tmp_
     journal = Journal.load(journal_path)
     # the settle answer is the last thing about the storm; after it, nothing at all
     assert client.received[-1].get("id") == "settle", client.received[-3:]
-    verdict = judge(plans, client.received, journal, era=era, other_ids=["init", "settle"], sent=client.sent)
+    verdict = judge(
+        plans, client.received, journal, era=era, other_ids=["init", "settle"], sent=client.sent
+    )
     verdict.check_mix()
     assert verdict.counts["ordered after cancel"] > 0, dict(verdict.counts)
     check_era(client.received, era)

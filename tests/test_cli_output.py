@@ -81,11 +81,23 @@ def test_sizes() -> None:
 def test_content_blocks_as_text() -> None:
     png = base64.b64encode(b"\x89PNG" + b"\0" * 66).decode()
     assert list(content_lines({"type": "text", "text": "two\nlines"})) == ["two\nlines"]
-    assert list(content_lines({"type": "image", "data": png, "mimeType": "image/png"})) == ["[image: image/png, 70 bytes]"]
-    assert list(content_lines({"type": "audio", "data": png})) == ["[audio: unknown type, 70 bytes]"]
-    assert list(content_lines({"type": "resource_link", "uri": "file:///a.txt", "name": "a"})) == ["[resource link: file:///a.txt (a)]"]
+    assert list(content_lines({"type": "image", "data": png, "mimeType": "image/png"})) == [
+        "[image: image/png, 70 bytes]"
+    ]
+    assert list(content_lines({"type": "audio", "data": png})) == [
+        "[audio: unknown type, 70 bytes]"
+    ]
+    assert list(content_lines({"type": "resource_link", "uri": "file:///a.txt", "name": "a"})) == [
+        "[resource link: file:///a.txt (a)]"
+    ]
     blob = {"uri": "blob://x", "mimeType": "application/gzip", "blob": png}
-    assert list(content_lines({"type": "resource", "resource": blob})) == ["[resource blob://x: application/gzip, 70 bytes]"]
-    assert list(content_lines({"type": "resource", "resource": {"uri": "t://x", "text": "hi"}})) == ["hi"]
-    assert list(content_lines(blob)) == ["[resource blob://x: application/gzip, 70 bytes]"]  # resources/read contents
+    assert list(content_lines({"type": "resource", "resource": blob})) == [
+        "[resource blob://x: application/gzip, 70 bytes]"
+    ]
+    assert list(
+        content_lines({"type": "resource", "resource": {"uri": "t://x", "text": "hi"}})
+    ) == ["hi"]
+    assert list(content_lines(blob)) == [
+        "[resource blob://x: application/gzip, 70 bytes]"
+    ]  # resources/read contents
     assert list(content_lines({"type": "video", "url": "x"})) == ['{"type": "video", "url": "x"}']

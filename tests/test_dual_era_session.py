@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any, Iterator
+from typing import Any
 
 from support.endpoints import RawPeer
 from support.waiting import WAIT
@@ -22,7 +23,11 @@ META = {
     "io.modelcontextprotocol/protocolVersion": MODERN,
     "io.modelcontextprotocol/clientCapabilities": {"roots": {}},
 }
-INIT = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "old", "version": "1"}}
+INIT = {
+    "protocolVersion": "2025-11-25",
+    "capabilities": {},
+    "clientInfo": {"name": "old", "version": "1"},
+}
 
 
 @contextmanager
@@ -57,7 +62,14 @@ def probe_server(release: threading.Event | None = None) -> Server:
 
 
 def send(peer: RawPeer, request_id: Any, method: str, params: dict | None = None) -> None:
-    peer.send({"jsonrpc": "2.0", "id": request_id, "method": method, **({"params": params} if params is not None else {})})
+    peer.send(
+        {
+            "jsonrpc": "2.0",
+            "id": request_id,
+            "method": method,
+            **({"params": params} if params is not None else {}),
+        }
+    )
 
 
 def by_id(peer: RawPeer, count: int) -> dict[Any, dict]:

@@ -12,18 +12,22 @@ import threading
 import time
 
 import pytest
-
-from mcp_sync import deadlines
-from mcp_sync.cancel import CancelToken
-from mcp_sync.errors import Cancelled
-from mcp_sync.endpoint import Endpoint, PendingCall
-from mcp_sync.errors import ConnectionClosed, McpError, RequestTimeout
-from mcp_sync.jsonrpc import INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND, PARSE_ERROR
-from mcp_sync.transports.memory import memory_pair
-
 from support.endpoints import Blocker, endpoint_pair, raw_server
 from support.threads import wait_until_blocked_in
 from support.waiting import WAIT, wait_until
+
+from mcp_sync import deadlines
+from mcp_sync.cancel import CancelToken
+from mcp_sync.endpoint import Endpoint, PendingCall
+from mcp_sync.errors import Cancelled, ConnectionClosed, McpError, RequestTimeout
+from mcp_sync.jsonrpc import (
+    INTERNAL_ERROR,
+    INVALID_PARAMS,
+    INVALID_REQUEST,
+    METHOD_NOT_FOUND,
+    PARSE_ERROR,
+)
+from mcp_sync.transports.memory import memory_pair
 
 
 def echo(req):
@@ -66,7 +70,11 @@ def test_handler_errors_become_json_rpc_errors():
     with endpoint_pair({"bad": bad_params, "crash": crash}) as p:
         with pytest.raises(McpError) as info:
             p.client.request("bad")
-        assert (info.value.code, info.value.message, info.value.data) == (INVALID_PARAMS, "Unknown tool", {"name": "nope"})
+        assert (info.value.code, info.value.message, info.value.data) == (
+            INVALID_PARAMS,
+            "Unknown tool",
+            {"name": "nope"},
+        )
         with pytest.raises(McpError) as info:
             p.client.request("crash")
         assert info.value.code == INTERNAL_ERROR
@@ -263,7 +271,9 @@ def test_pre_cancelled_token_sends_nothing():
             call.result(0)
         assert info.value.reason == "already"
         assert call.cancel() is True
-        assert p.client_t.messages() == [], "nothing may be sent for a call cancelled before it began"
+        assert p.client_t.messages() == [], (
+            "nothing may be sent for a call cancelled before it began"
+        )
 
 
 def test_cancel_token_after_completion_sends_nothing():
@@ -422,7 +432,10 @@ def test_reset_timeout_on_progress_keeps_call_alive_until_max_total():
         assert "maximum total timeout" in str(info.value)
         settle_and_close(p)
         (cancel,) = p.client_t.cancels()
-        assert cancel["params"] == {"requestId": call.request_id, "reason": "maximum total timeout reached"}
+        assert cancel["params"] == {
+            "requestId": call.request_id,
+            "reason": "maximum total timeout reached",
+        }
         assert len(ticks) > 10
     wait_until(lambda: deadlines.pending_deadlines() == 0, "the call timeouts to be gone")
 
@@ -432,7 +445,9 @@ def test_reset_timeout_on_progress_without_callback():
     with endpoint_pair({"tick": _ticker(server_ref, ticks)}) as p:
         server_ref.append(p.server)
         start = time.monotonic()
-        call = p.client.submit("tick", timeout=0.4, reset_timeout_on_progress=True, max_total_timeout=1.2)
+        call = p.client.submit(
+            "tick", timeout=0.4, reset_timeout_on_progress=True, max_total_timeout=1.2
+        )
         with pytest.raises(RequestTimeout) as info:
             call.result(WAIT)
         elapsed = time.monotonic() - start
@@ -446,7 +461,9 @@ def test_timeout_without_reset_expires_even_while_progress_flows():
     with endpoint_pair({"tick": _ticker(server_ref, ticks)}) as p:
         server_ref.append(p.server)
         start = time.monotonic()
-        call = p.client.submit("tick", timeout=0.3, max_total_timeout=5, on_progress=lambda *a: seen.append(a))
+        call = p.client.submit(
+            "tick", timeout=0.3, max_total_timeout=5, on_progress=lambda *a: seen.append(a)
+        )
         with pytest.raises(RequestTimeout) as info:
             call.result(WAIT)
         elapsed = time.monotonic() - start
@@ -511,7 +528,11 @@ def test_reader_survives_garbage_and_answers_with_the_right_errors():
     with raw_server({"echo": echo}) as s:
         peer = s.peer
         peer.send(b"this is not json")
-        assert peer.recv() == {"jsonrpc": "2.0", "id": None, "error": {"code": PARSE_ERROR, "message": "Parse error"}}
+        assert peer.recv() == {
+            "jsonrpc": "2.0",
+            "id": None,
+            "error": {"code": PARSE_ERROR, "message": "Parse error"},
+        }
         peer.send(b'{"jsonrpc":"2.0","id":1,"method":"\xff\xfe"}')
         assert peer.recv()["error"]["code"] == PARSE_ERROR
         peer.send(b'{"jsonrpc":"2.0","id":true,"method":"echo"}')
@@ -534,7 +555,9 @@ def test_reader_survives_garbage_and_answers_with_the_right_errors():
         peer.send(b'{"jsonrpc":"2.0","id":1,"result":{},"error":{"code":1,"message":"x"}}')
         peer.send(b'{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":77}}')
         peer.send(b'{"jsonrpc":"2.0","method":"notifications/cancelled","params":"bad"}')
-        peer.send(b'{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":1}}')
+        peer.send(
+            b'{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":1}}'
+        )
         # ... and the connection keeps serving: the next thing written is this answer
         peer.send({"jsonrpc": "2.0", "id": 5, "method": "echo", "params": {"still": "alive"}})
         assert peer.recv() == {"jsonrpc": "2.0", "id": 5, "result": {"still": "alive"}}
@@ -553,10 +576,15 @@ def test_client_survives_garbage_from_server():
         p.server_t.write(b'{"jsonrpc":"2.0","id":12345,"result":{}}\n')
         assert p.client.request("echo", {"ok": 1}) == {"ok": 1}
         # the client answered the garbage with -32700 and the server dropped that quietly
-        parse_errors = [m for m in p.client_t.messages() if m.get("error", {}).get("code") == PARSE_ERROR]
+        parse_errors = [
+            m for m in p.client_t.messages() if m.get("error", {}).get("code") == PARSE_ERROR
+        ]
         assert len(parse_errors) == 1
         assert p.client.dropped["response to an unknown id"] == 1
-        wait_until(lambda: p.server.dropped["the peer reported an error without an id"] == 1, "the id-less error to be counted as dropped")
+        wait_until(
+            lambda: p.server.dropped["the peer reported an error without an id"] == 1,
+            "the id-less error to be counted as dropped",
+        )
 
 
 def test_late_response_from_peer_is_dropped_and_connection_keeps_serving():
@@ -583,7 +611,13 @@ def test_peer_cancelling_our_outbound_id_does_not_touch_it():
         call = s.server.submit("roots/list")
         msg = s.peer.recv()
         # wrong direction: the peer "cancels" the id of a request *we* sent
-        s.peer.send({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": msg["id"]}})
+        s.peer.send(
+            {
+                "jsonrpc": "2.0",
+                "method": "notifications/cancelled",
+                "params": {"requestId": msg["id"]},
+            }
+        )
         s.peer.send({"jsonrpc": "2.0", "id": msg["id"], "result": {"roots": ["file:///"]}})
         assert call.result(WAIT) == {"roots": ["file:///"]}
         assert s.server.dropped["cancellation of an unknown or finished request"] == 1
@@ -603,7 +637,9 @@ def test_string_and_int_ids_in_flight_cancel_only_the_int():
         s.peer.send({"jsonrpc": "2.0", "id": "7", "method": "block"})
         s.peer.send({"jsonrpc": "2.0", "id": 7, "method": "block"})
         blocker.wait_started(2)
-        s.peer.send({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 7}})
+        s.peer.send(
+            {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 7}}
+        )
         assert blocker.wait_finished(7) == (True, True)
         assert not blocker.request("7").token.cancelled
         blocker.release("7")
@@ -633,7 +669,9 @@ def test_inbound_cancel_of_initialize_is_ignored():
     with raw_server({"initialize": blocker}) as s:
         s.peer.send({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {}})
         (req,) = blocker.wait_started()
-        s.peer.send({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 0}})
+        s.peer.send(
+            {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 0}}
+        )
         s.peer.send({"jsonrpc": "2.0", "id": 1, "method": "nope"})
         assert s.peer.recv()["id"] == 1  # the reader has processed the cancellation by now
         assert not req.token.cancelled
@@ -782,14 +820,18 @@ def test_wait_and_as_completed_with_cancelled_and_timed_out_calls():
 
         canceller = cancel_when_blocked_in("as_completed", to_cancel)
         try:
-            finished = list(concurrent.futures.as_completed([done_call, to_cancel, timed_out], timeout=WAIT))
+            finished = list(
+                concurrent.futures.as_completed([done_call, to_cancel, timed_out], timeout=WAIT)
+            )
         finally:
             canceller.join(WAIT)
         assert set(finished) == {done_call, to_cancel, timed_out}
         assert callbacks == [to_cancel], "done callback must run exactly once"
         assert to_cancel.cancelled()
 
-        done, not_done = concurrent.futures.wait([done_call, to_cancel, timed_out, pending], timeout=0)
+        done, not_done = concurrent.futures.wait(
+            [done_call, to_cancel, timed_out, pending], timeout=0
+        )
         assert done == {done_call, to_cancel, timed_out} and not_done == {pending}
 
         canceller = cancel_when_blocked_in("wait", pending)
@@ -828,7 +870,9 @@ def test_waiter_not_stranded_when_an_interrupted_waiter_kept_the_gate():
 
         call._done_gate = InterruptedWaiterGate()
         results = []
-        waiter = threading.Thread(target=lambda: results.append(call.result()), name="waiter", daemon=True)
+        waiter = threading.Thread(
+            target=lambda: results.append(call.result()), name="waiter", daemon=True
+        )
         waiter.start()
         wait_until_blocked_in(waiter, "_wait_done")
         blocker.release(call.request_id)
@@ -839,7 +883,8 @@ def test_waiter_not_stranded_when_an_interrupted_waiter_kept_the_gate():
 
 
 @pytest.mark.skipif(
-    threading.current_thread() is not threading.main_thread(), reason="signals reach the main thread only"
+    threading.current_thread() is not threading.main_thread(),
+    reason="signals reach the main thread only",
 )
 def test_keyboard_interrupt_while_blocked_cancels_on_the_wire():
     blocker = Blocker()

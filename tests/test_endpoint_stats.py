@@ -10,13 +10,12 @@ import dataclasses
 import threading
 
 import pytest
-
-from mcp_sync.endpoint import EndpointStats
-from mcp_sync.workers import MAX_QUEUED_CALLBACKS
-
 from support.endpoints import Blocker, endpoint_pair, raw_server
 from support.sessions import connected, holding_server
 from support.waiting import WAIT, wait_until
+
+from mcp_sync.endpoint import EndpointStats
+from mcp_sync.workers import MAX_QUEUED_CALLBACKS
 
 
 def test_queued_and_running_inbound_requests_and_outbound_calls_are_counted():
@@ -30,7 +29,10 @@ def test_queued_and_running_inbound_requests_and_outbound_calls_are_counted():
         assert pair.client.stats().outbound_in_flight == 3
         assert pair.server.in_flight() == (3, 0)  # the older view still works
         calls[2].cancel("enough")  # cancelled while queued: it never starts
-        wait_until(lambda: pair.server.stats().inbound_queued == 1, "the cancelled request to leave the queue")
+        wait_until(
+            lambda: pair.server.stats().inbound_queued == 1,
+            "the cancelled request to leave the queue",
+        )
         blocker.release_all()
         calls[0].result(WAIT)
         blocker.wait_started(2)
@@ -45,7 +47,9 @@ def test_queued_and_running_inbound_requests_and_outbound_calls_are_counted():
 def test_dropped_messages_by_reason_and_a_frozen_snapshot():
     with raw_server() as s:
         s.peer.send({"jsonrpc": "2.0", "id": 99, "result": {}})  # a response to nothing
-        s.peer.send({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 5}})
+        s.peer.send(
+            {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 5}}
+        )
         s.peer.send({"jsonrpc": "2.0", "id": 1, "method": "ping"})
         s.peer.recv()  # the ping's answer: everything before it was processed
         stats = s.server.stats()

@@ -21,15 +21,13 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
+from support.endpoints import endpoint_pair
+from support.waiting import WAIT, wait_until
 
 from mcp_sync import deadlines
 from mcp_sync.cancel import CancelToken
-from mcp_sync.errors import Cancelled
-from mcp_sync.errors import RequestTimeout
+from mcp_sync.errors import Cancelled, RequestTimeout
 from mcp_sync.protocol import Dispatch
-
-from support.endpoints import endpoint_pair
-from support.waiting import WAIT, wait_until
 
 
 @dataclass
@@ -75,7 +73,9 @@ def race_round(
     inbound: list[Any] = []
     stats: Counter = Counter()
 
-    with endpoint_pair({"race": race}, server_workers=server_workers, inline={"ping": lambda r: {}}) as p:
+    with endpoint_pair(
+        {"race": race}, server_workers=server_workers, inline={"ping": lambda r: {}}
+    ) as p:
         original_perform = p.server._perform
 
         def perform(actions, inline=None):
@@ -102,7 +102,9 @@ def race_round(
                         options["timeout"] = 30
                     if rng.random() < 0.3:
                         options["cancel_token"] = shared_token
-                    call = p.client.submit("race", {"i": i, "spin": rng.randrange(0, 5000)}, **options)
+                    call = p.client.submit(
+                        "race", {"i": i, "spin": rng.randrange(0, 5000)}, **options
+                    )
                     record = CallRecord(call, i)
 
                     def on_done(_f, record=record):
@@ -141,11 +143,15 @@ def race_round(
                 errors.append(exc)
 
         workers = [
-            threading.Thread(target=caller, args=(t, random.Random(rng_master.random())), name=f"caller-{t}")
+            threading.Thread(
+                target=caller, args=(t, random.Random(rng_master.random())), name=f"caller-{t}"
+            )
             for t in range(threads)
         ]
         if chaos:
-            workers.append(threading.Thread(target=chaos_monkey, args=(random.Random(seed + 1),), name="chaos"))
+            workers.append(
+                threading.Thread(target=chaos_monkey, args=(random.Random(seed + 1),), name="chaos")
+            )
         for w in workers:
             w.start()
         for w in workers[:threads]:
@@ -187,11 +193,17 @@ def race_round(
                 f"request {req.id}: cancellation accepted={accepted_cancel}, responses={responded}"
             )
             if accepted_cancel:
-                assert req.token.reason in ("race", "chaos") or req.token.reason.startswith("timed out")
+                assert req.token.reason in ("race", "chaos") or req.token.reason.startswith(
+                    "timed out"
+                )
                 assert record.outcome in ("cancelled", "timeout"), (
                     f"request {req.id}: server accepted the cancel but the client got {record.outcome}"
                 )
-                stats["cancel accepted while running" if req.id in started_ids else "cancel accepted while queued"] += 1
+                stats[
+                    "cancel accepted while running"
+                    if req.id in started_ids
+                    else "cancel accepted while queued"
+                ] += 1
             else:
                 stats["answered"] += 1
 
@@ -211,7 +223,9 @@ def race_round(
                     assert record.cancel_returned is False
             elif record.outcome == "cancelled":
                 assert call.cancelled()
-                assert client_cancels[rid] == 1, f"cancelled call {rid} sent {client_cancels[rid]} cancels"
+                assert client_cancels[rid] == 1, (
+                    f"cancelled call {rid} sent {client_cancels[rid]} cancels"
+                )
                 if record.cancel_returned is not None:
                     # a chaos cancel may have won first, but cancel() still reports True
                     assert record.cancel_returned is True
@@ -223,15 +237,24 @@ def race_round(
             if record.outcome != "result" and server_responses[rid]:
                 stats["late response dropped"] += 1
 
-        assert p.client.dropped["late response after cancellation"] == stats["late response dropped"]
-        assert p.server.dropped["cancellation of an unknown or finished request"] == stats["late response dropped"]
+        assert (
+            p.client.dropped["late response after cancellation"] == stats["late response dropped"]
+        )
+        assert (
+            p.server.dropped["cancellation of an unknown or finished request"]
+            == stats["late response dropped"]
+        )
         assert sum(client_cancels.values()) == stats["cancelled"] + stats["timeout"]
         assert set(p.client.dropped) <= {"late response after cancellation"}, p.client.dropped
-        assert set(p.server.dropped) <= {"cancellation of an unknown or finished request"}, p.server.dropped
+        assert set(p.server.dropped) <= {"cancellation of an unknown or finished request"}, (
+            p.server.dropped
+        )
         assert shared_token._callbacks == [], (
             f"{len(shared_token._callbacks)} finished calls still hang on a shared cancel token"
         )
-    wait_until(lambda: deadlines.pending_deadlines() == 0, "the scheduler to drop the call timeouts")
+    wait_until(
+        lambda: deadlines.pending_deadlines() == 0, "the scheduler to drop the call timeouts"
+    )
     return stats
 
 
@@ -256,7 +279,14 @@ def test_complete_vs_timeout_race(fast_switching):
     stats: Counter = Counter()
     for seed in range(2):
         stats.update(
-            race_round(seed=100 + seed, threads=4, per_thread=150, server_workers=2, use_timeouts=True, chaos=False)
+            race_round(
+                seed=100 + seed,
+                threads=4,
+                per_thread=150,
+                server_workers=2,
+                use_timeouts=True,
+                chaos=False,
+            )
         )
     assert stats["result"] > 0, stats
     assert stats["timeout"] > 0, stats
@@ -274,6 +304,7 @@ def test_token_callbacks_race_cancel(fast_switching):
         def adder(base: int) -> None:
             barrier.wait(WAIT)
             for j in range(20):
+
                 def cb(_t, key=base + j):
                     with lock:
                         counts[key] += 1
@@ -302,7 +333,9 @@ def test_complete_vs_cancel_race_big(fast_switching):
     for seed in range(20):
         stats.update(race_round(seed=1000 + seed, threads=8, per_thread=250, server_workers=4))
         stats.update(
-            race_round(seed=5000 + seed, threads=4, per_thread=200, server_workers=2, use_timeouts=True)
+            race_round(
+                seed=5000 + seed, threads=4, per_thread=200, server_workers=2, use_timeouts=True
+            )
         )
     _check_mix(stats)
     assert stats["timeout"] > 0

@@ -23,11 +23,19 @@ def _modules() -> list[str]:
 def test_no_exception_class_is_defined_outside_errors():
     found = []
     for name in _modules():
-        if name == "mcp_sync.errors" or (name == COMMAND_LINE or name.startswith(COMMAND_LINE + ".")) or name == "mcp_sync.__main__":
+        if (
+            name == "mcp_sync.errors"
+            or (name == COMMAND_LINE or name.startswith(COMMAND_LINE + "."))
+            or name == "mcp_sync.__main__"
+        ):
             continue
         module = importlib.import_module(name)
         for value in vars(module).values():
-            if isinstance(value, type) and issubclass(value, BaseException) and value.__module__ == name:
+            if (
+                isinstance(value, type)
+                and issubclass(value, BaseException)
+                and value.__module__ == name
+            ):
                 found.append(f"{name}.{value.__qualname__}")
     assert found == []
 
@@ -72,10 +80,15 @@ def test_feature_removed_names_the_feature_and_the_version_and_survives_a_copy()
     import copy
     import pickle
 
-    error = errors.FeatureRemoved("ping", "2026-07-28", "the server answers every request on its own")
+    error = errors.FeatureRemoved(
+        "ping", "2026-07-28", "the server answers every request on its own"
+    )
     assert isinstance(error, errors.CapabilityError) and isinstance(error, RuntimeError)
     assert "ping" in str(error) and "2026-07-28" in str(error)
     for clone in (copy.copy(error), pickle.loads(pickle.dumps(error))):
         assert (type(clone), clone.feature, clone.protocol_version, str(clone)) == (
-            errors.FeatureRemoved, "ping", "2026-07-28", str(error),
+            errors.FeatureRemoved,
+            "ping",
+            "2026-07-28",
+            str(error),
         )

@@ -6,9 +6,9 @@ from __future__ import annotations
 import threading
 import time
 
-from mcp_sync.http.sse import EventStream, SseParser, parse_event_id
-
 from support.waiting import WAIT, wait_until
+
+from mcp_sync.http.sse import EventStream, SseParser, parse_event_id
 
 PRIMING = b"data: \n\n"
 
@@ -46,7 +46,11 @@ def test_pushed_events_get_increasing_ids_and_arrive_in_order():
         ("r-1:2", "message", '{"n": 2}'),
         ("r-1:3", "message", '{"n": 3}'),
     ]
-    assert [parse_event_id(i) for i, _, _ in parse(list(stream.events(after=0)))[1:]] == [("r-1", 1), ("r-1", 2), ("r-1", 3)]
+    assert [parse_event_id(i) for i, _, _ in parse(list(stream.events(after=0)))[1:]] == [
+        ("r-1", 1),
+        ("r-1", 2),
+        ("r-1", 3),
+    ]
 
 
 def test_push_after_the_end_is_refused_and_last_ends_the_stream():
@@ -72,7 +76,11 @@ def test_the_replay_buffer_keeps_only_the_last_events():
         stream.push(str(n).encode())
     stream.end()
     # a client that last saw event 2 gets what is left (8, 9, 10), never the evicted ones
-    assert [(i, d) for i, _, d in parse(list(stream.events(after=2)))[1:]] == [("s:8", "8"), ("s:9", "9"), ("s:10", "10")]
+    assert [(i, d) for i, _, d in parse(list(stream.events(after=2)))[1:]] == [
+        ("s:8", "8"),
+        ("s:9", "9"),
+        ("s:10", "10"),
+    ]
 
 
 def test_a_new_consumer_continues_after_what_the_last_one_delivered():

@@ -13,10 +13,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
-
 from support.paths import PYTHON, ROOT
 from support.processes import Proc, run
-
 
 EXAMPLES_DIR = ROOT / "examples"
 FOUND = sorted(path.name for path in EXAMPLES_DIR.glob("*.py"))
@@ -38,8 +36,14 @@ EXAMPLES: dict[str, Example] = {
     "slow_server.py": Example(
         requests=[
             ("tools/list", {}),
-            ("tools/call", {"name": "slow", "arguments": {"seconds": 0.2}, "_meta": {"progressToken": "p1"}}),
-            ("tools/call", {"name": "fetch_record", "arguments": {"key": "k1", "backend_delay": 1.0}}),
+            (
+                "tools/call",
+                {"name": "slow", "arguments": {"seconds": 0.2}, "_meta": {"progressToken": "p1"}},
+            ),
+            (
+                "tools/call",
+                {"name": "fetch_record", "arguments": {"key": "k1", "backend_delay": 1.0}},
+            ),
             ("tools/call", {"name": "last_run", "arguments": {"wait_seconds": 5}}),
         ],
         expect=[
@@ -132,7 +136,9 @@ def test_example_has_run_instructions(name: str) -> None:
     doc = ast.get_docstring(ast.parse(source))
     assert doc, f"{name} has no module docstring"
     assert f"python examples/{name}" in doc, f"{name}'s docstring does not say how to run it"
-    assert "time.sleep" not in source, f"{name} synchronises with time.sleep; use an Event or ctx.wait()"
+    assert "time.sleep" not in source, (
+        f"{name} synchronises with time.sleep; use an Event or ctx.wait()"
+    )
 
 
 def _drive_stdio_server(path: str, requests: list[tuple[str, dict[str, Any]]]) -> tuple[int, str]:
@@ -143,20 +149,34 @@ def _drive_stdio_server(path: str, requests: list[tuple[str, dict[str, Any]]]) -
 
         def roundtrip(request_id: int, method: str, params: dict[str, Any]) -> None:
             nonlocal seen
-            proc.write_line(json.dumps({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}).encode())
+            proc.write_line(
+                json.dumps(
+                    {"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}
+                ).encode()
+            )
             while True:  # read up to this id's response; notifications may come first
                 line = proc.line_at("stdout", seen, LIMIT)
                 seen += 1
                 if json.loads(line).get("id") == request_id:
                     return
 
-        roundtrip(0, "initialize", {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}})
+        roundtrip(
+            0,
+            "initialize",
+            {
+                "protocolVersion": "2025-11-25",
+                "capabilities": {},
+                "clientInfo": {"name": "t", "version": "0"},
+            },
+        )
         proc.write_line(b'{"jsonrpc": "2.0", "method": "notifications/initialized"}')
         for request_id, (method, params) in enumerate(requests, start=1):
             roundtrip(request_id, method, params)
         proc.close_stdin()
         finished = proc.finish(LIMIT)
-    pretty = "\n".join(json.dumps(json.loads(line)) for line in finished.stdout.splitlines() if line.strip())
+    pretty = "\n".join(
+        json.dumps(json.loads(line)) for line in finished.stdout.splitlines() if line.strip()
+    )
     return finished.code, pretty + "\n" + finished.stderr
 
 
@@ -179,13 +199,23 @@ def test_example_runs(name: str) -> None:
 def test_call_with_timeout_survives_ctrl_c() -> None:
     """SIGINT once the call is running: the call is cancelled on the wire, the server confirms
     it stopped, and the script exits with 130."""
-    argv = [PYTHON, str(EXAMPLES_DIR / "call_with_timeout.py"), "--seconds", "60", "--timeout", "120", "--no-fetch"]
+    argv = [
+        PYTHON,
+        str(EXAMPLES_DIR / "call_with_timeout.py"),
+        "--seconds",
+        "60",
+        "--timeout",
+        "120",
+        "--no-fetch",
+    ]
     with Proc(argv) as proc:
         proc.wait_for("stdout", "call started", LIMIT)
         proc.send_signal(signal.SIGINT)
         finished = proc.finish(LIMIT)
     assert finished.code == 130, finished.describe()
-    assert "interrupted: a cancellation was sent to the server" in finished.stdout, finished.describe()
+    assert "interrupted: a cancellation was sent to the server" in finished.stdout, (
+        finished.describe()
+    )
     assert "server confirms: slow stopped by cancellation" in finished.stdout, finished.describe()
     assert "(reason: interrupted)" in finished.stdout, finished.describe()
     assert "Traceback" not in finished.stderr, finished.describe()
@@ -205,10 +235,17 @@ def test_http_client_against_the_flask_app() -> None:
         client = [PYTHON, str(EXAMPLES_DIR / "http_client.py"), url]
         placed = run([*client, "--tool", "place_order", "--args", '{"item": "plum"}'], LIMIT)
         assert placed.code == 0, placed.describe()
-        assert 'structured: {"id": 1, "item": "plum", "quantity": 1}' in placed.stdout, placed.describe()
-        timed_out = run([*client, "--tool", "slow_report", "--args", '{"seconds": 30}', "--timeout", "0.5"], LIMIT)
+        assert 'structured: {"id": 1, "item": "plum", "quantity": 1}' in placed.stdout, (
+            placed.describe()
+        )
+        timed_out = run(
+            [*client, "--tool", "slow_report", "--args", '{"seconds": 30}', "--timeout", "0.5"],
+            LIMIT,
+        )
         assert timed_out.code == 0, timed_out.describe()
-        expected = "timed out: tools/call: timed out after 0.5 s; the server was told to cancel the call"
+        expected = (
+            "timed out: tools/call: timed out after 0.5 s; the server was told to cancel the call"
+        )
         assert expected in timed_out.stdout, timed_out.describe()
         assert timed_out.seconds < 20, timed_out.describe()
         server.send_signal(signal.SIGTERM)

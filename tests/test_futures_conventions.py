@@ -13,14 +13,13 @@ import signal
 import sys
 
 import pytest
+from support.endpoints import Blocker, endpoint_pair
+from support.sessions import connected
+from support.waiting import WAIT
 
 from mcp_sync import CancelToken, Client, ConnectionClosed, RequestTimeout, Server, memory_pair
 from mcp_sync.errors import ServerExited
 from mcp_sync.transports.subprocess import STDERR_TAIL_BYTES, SubprocessTransport
-
-from support.endpoints import Blocker, endpoint_pair
-from support.sessions import connected
-from support.waiting import WAIT
 
 
 # -- running() ------------------------------------------------------------------------------------
@@ -75,7 +74,7 @@ def test_negative_timeouts_raise_value_error_everywhere(bad):
         with pytest.raises(ValueError):
             conn.client.list_tools(timeout=bad)
         assert conn.client.call_tool("ok", timeout=WAIT).content[0].text == "ok"
-    client_side, server_side = memory_pair()
+    client_side, _server_side = memory_pair()
     try:
         with pytest.raises(ValueError, match="default_timeout"):
             Client(client_side, default_timeout=bad)
@@ -85,9 +84,8 @@ def test_negative_timeouts_raise_value_error_everywhere(bad):
 
 def test_zero_timeout_still_means_expire_at_once_and_event_style_waits_do_not_raise():
     blocker = Blocker()
-    with endpoint_pair({"block": blocker}) as pair:
-        with pytest.raises(RequestTimeout):
-            pair.client.request("block", timeout=0)
+    with endpoint_pair({"block": blocker}) as pair, pytest.raises(RequestTimeout):
+        pair.client.request("block", timeout=0)
     token = CancelToken()
     assert token.wait(-1) is False  # like threading.Event.wait: a remaining time below zero
     assert token.wait(0) is False
@@ -111,7 +109,9 @@ def test_a_server_that_exits_at_once_fails_with_its_status_and_stderr(stderr, ca
     assert error.stderr_tail.endswith("no module named nope")
     forwarded = capfd.readouterr().err
     if stderr == "inherit":
-        assert "ModuleNotFoundError: no module named nope" in forwarded, "stderr no longer reaches the user"
+        assert "ModuleNotFoundError: no module named nope" in forwarded, (
+            "stderr no longer reaches the user"
+        )
     else:
         assert "ModuleNotFoundError" not in forwarded
 
@@ -142,7 +142,9 @@ def test_a_server_that_logs_a_lot_keeps_flowing_and_the_tail_is_bounded(capfd):
 
 def test_writing_to_a_server_that_has_exited_raises_server_exited():
     # before, a write that lost the race with the reader failed with a bare "Broken pipe"
-    transport = SubprocessTransport(_python("import sys; sys.stderr.write('bad flag\\n'); sys.exit(5)"), stderr="discard")
+    transport = SubprocessTransport(
+        _python("import sys; sys.stderr.write('bad flag\\n'); sys.exit(5)"), stderr="discard"
+    )
     try:
         transport.process.wait(20)
         with pytest.raises(ServerExited) as info:
@@ -163,7 +165,9 @@ def test_a_server_that_exits_later_fails_pending_calls_with_server_exited():
         "sys.stdin.readline(); sys.stdin.readline()\n"
         "sys.stderr.write('fatal: out of cheese\\n'); sys.exit(4)\n"
     )
-    with Client.stdio(_python(code), stderr="discard", init_timeout=20, protocol="legacy") as client:
+    with Client.stdio(
+        _python(code), stderr="discard", init_timeout=20, protocol="legacy"
+    ) as client:
         with pytest.raises(ServerExited, match="out of cheese"):
             client.list_tools(timeout=20)
         assert client.stats().closed

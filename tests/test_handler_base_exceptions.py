@@ -11,15 +11,13 @@ import logging
 import sys
 
 import pytest
-
-from mcp_sync import Client, McpError, Server
-from mcp_sync.jsonrpc import INTERNAL_ERROR
-
 from support.endpoints import endpoint_pair
 from support.paths import PEERS, ROOT
 from support.sessions import connected
 from support.waiting import WAIT, wait_until
 
+from mcp_sync import Client, McpError, Server
+from mcp_sync.jsonrpc import INTERNAL_ERROR
 
 HOSTILE = PEERS / "hostile_input_server.py"
 
@@ -40,15 +38,17 @@ def test_endpoint_answers_a_base_exception_with_internal_error_and_keeps_its_wor
     def boom(req):
         raise RAISERS[kind]()
 
-    with caplog.at_level(logging.ERROR, logger="mcp_sync.endpoint"):
-        with endpoint_pair({"boom": boom, "echo": lambda req: req.params}, server_workers=1) as pair:
-            with pytest.raises(McpError) as info:
-                pair.client.request("boom", {}, timeout=WAIT)
-            assert info.value.code == INTERNAL_ERROR
-            assert type(RAISERS[kind]()).__name__ in info.value.message
-            # the only worker is still usable, and nothing is left in flight
-            assert pair.client.request("echo", {"x": 1}, timeout=WAIT) == {"x": 1}
-            assert pair.server.in_flight() == (0, 0)
+    with (
+        caplog.at_level(logging.ERROR, logger="mcp_sync.endpoint"),
+        endpoint_pair({"boom": boom, "echo": lambda req: req.params}, server_workers=1) as pair,
+    ):
+        with pytest.raises(McpError) as info:
+            pair.client.request("boom", {}, timeout=WAIT)
+        assert info.value.code == INTERNAL_ERROR
+        assert type(RAISERS[kind]()).__name__ in info.value.message
+        # the only worker is still usable, and nothing is left in flight
+        assert pair.client.request("echo", {"x": 1}, timeout=WAIT) == {"x": 1}
+        assert pair.server.in_flight() == (0, 0)
     assert any("boom" in r.getMessage() for r in caplog.records), "the failure was not logged"
 
 
@@ -83,7 +83,9 @@ def test_server_tool_and_custom_method_over_memory():
     def raise_base(kind: str) -> str:
         raise RAISERS[kind]()
 
-    server.add_method("test/raise_base", lambda s, req, tok: (_ for _ in ()).throw(RAISERS[req.params["kind"]]()))
+    server.add_method(
+        "test/raise_base", lambda s, req, tok: (_ for _ in ()).throw(RAISERS[req.params["kind"]]())
+    )
     with connected(server, server_workers=1) as conn:
         _tool_and_method_checks(conn.client)
         assert conn.handle.session.endpoint.in_flight() == (0, 0)
@@ -92,7 +94,9 @@ def test_server_tool_and_custom_method_over_memory():
 
 def test_stdio_server_survives_base_exceptions_in_tools():
     env = {"PYTHONPATH": str(ROOT)}
-    with Client.stdio([sys.executable, str(HOSTILE)], env=env, stderr="discard", init_timeout=20) as client:
+    with Client.stdio(
+        [sys.executable, str(HOSTILE)], env=env, stderr="discard", init_timeout=20
+    ) as client:
         pid = client.call_tool("pid", timeout=WAIT).structured_content
         _tool_and_method_checks(client)
         # the same process still serves

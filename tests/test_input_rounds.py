@@ -3,7 +3,8 @@
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import pytest
 
@@ -39,7 +40,9 @@ class Clock:
         return self.now
 
 
-def make_rounds(ring: KeyRing | None = None, clock: Clock | None = None, **options: Any) -> InputRounds:
+def make_rounds(
+    ring: KeyRing | None = None, clock: Clock | None = None, **options: Any
+) -> InputRounds:
     sealer = StateSealer(ring or KeyRing.ephemeral(), ttl=60, clock=clock or Clock())
     return InputRounds(sealer, **options)
 
@@ -55,7 +58,13 @@ class Handler:
         self.body = body
         self.entries = 0
 
-    def serve(self, rounds: InputRounds, params: dict[str, Any], caps: dict[str, Any] = ALL_CAPS, method: str = "tools/call") -> Any:
+    def serve(
+        self,
+        rounds: InputRounds,
+        params: dict[str, Any],
+        caps: dict[str, Any] = ALL_CAPS,
+        method: str = "tools/call",
+    ) -> Any:
         current = rounds.begin(method, params, caps)
 
         def call() -> Any:
@@ -65,9 +74,13 @@ class Handler:
         return rounds.run(current, params, call)
 
 
-def retry(params: dict[str, Any], answer: dict[str, Any], responses: dict[str, Any]) -> dict[str, Any]:
+def retry(
+    params: dict[str, Any], answer: dict[str, Any], responses: dict[str, Any]
+) -> dict[str, Any]:
     """The client's retry of ``params`` after the input_required ``answer``."""
-    again = {key: value for key, value in params.items() if key not in ("inputResponses", "requestState")}
+    again = {
+        key: value for key, value in params.items() if key not in ("inputResponses", "requestState")
+    }
     again["inputResponses"] = responses
     again["requestState"] = answer["requestState"]
     return again
@@ -88,7 +101,9 @@ def test_a_missing_answer_is_asked_for_and_the_retry_returns_it():
     rounds, handler = make_rounds(), Handler(ask_name)
     first = handler.serve(rounds, PARAMS)
     assert first["resultType"] == "input_required"
-    assert first["inputRequests"] == {"elicit-1": {"method": "elicitation/create", "params": elicit_params()}}
+    assert first["inputRequests"] == {
+        "elicit-1": {"method": "elicitation/create", "params": elicit_params()}
+    }
     assert isinstance(first["requestState"], str) and first["requestState"].startswith("v1.")
     assert handler.entries == 1
     assert handler.serve(rounds, retry(PARAMS, first, {"elicit-1": ACCEPT_ADA})) == "hello Ada"
@@ -110,10 +125,14 @@ def test_answers_accumulate_over_rounds_and_keys_count_per_kind():
     assert list(one["inputRequests"]) == ["elicit-1"]
     two = handler.serve(rounds, retry(PARAMS, one, {"elicit-1": ACCEPT_ADA}))
     assert two["inputRequests"] == {"roots-1": {"method": "roots/list", "params": {}}}
-    three = handler.serve(rounds, retry(PARAMS, two, {"roots-1": {"roots": [{"uri": "file:///w"}]}}))
+    three = handler.serve(
+        rounds, retry(PARAMS, two, {"roots-1": {"roots": [{"uri": "file:///w"}]}})
+    )
     assert list(three["inputRequests"]) == ["elicit-2"]
     # the answers of earlier rounds travel in the state: this retry only carries the new one
-    done = handler.serve(rounds, retry(PARAMS, three, {"elicit-2": {"action": "accept", "content": {"name": "red"}}}))
+    done = handler.serve(
+        rounds, retry(PARAMS, three, {"elicit-2": {"action": "accept", "content": {"name": "red"}}})
+    )
     assert done == "done"
     assert seen == [({"name": "Ada"}, ["file:///w"], {"name": "red"})]
     assert handler.entries == 4
@@ -134,7 +153,9 @@ def test_unexpected_keys_are_ignored_and_answers_without_a_state_are_not_trusted
     forged = dict(PARAMS, inputResponses={"elicit-1": ACCEPT_ADA})
     assert handler.serve(rounds, forged)["resultType"] == "input_required"
     first = handler.serve(rounds, PARAMS)
-    reply = handler.serve(rounds, retry(PARAMS, first, {"elicit-1": ACCEPT_ADA, "elicit-7": ACCEPT_ADA, "x": 1}))
+    reply = handler.serve(
+        rounds, retry(PARAMS, first, {"elicit-1": ACCEPT_ADA, "elicit-7": ACCEPT_ADA, "x": 1})
+    )
     assert reply == "hello Ada"
 
 
@@ -249,10 +270,15 @@ def test_a_state_from_another_key_ring_is_refused_and_a_shared_ring_opens_it():
     with pytest.raises(StateKeyUnknown):
         handler.serve(make_rounds(), retry(PARAMS, first, {"elicit-1": ACCEPT_ADA}))
     with pytest.raises(StateTampered):  # same key id, another secret
-        handler.serve(make_rounds(KeyRing.from_string("k1:" + "B" * 43)), retry(PARAMS, first, {"elicit-1": ACCEPT_ADA}))
+        handler.serve(
+            make_rounds(KeyRing.from_string("k1:" + "B" * 43)),
+            retry(PARAMS, first, {"elicit-1": ACCEPT_ADA}),
+        )
     assert handler.entries == 1
     other_process = make_rounds(KeyRing.from_string("k1:" + "A" * 43))
-    assert handler.serve(other_process, retry(PARAMS, first, {"elicit-1": ACCEPT_ADA})) == "hello Ada"
+    assert (
+        handler.serve(other_process, retry(PARAMS, first, {"elicit-1": ACCEPT_ADA})) == "hello Ada"
+    )
 
 
 def test_a_state_is_bound_to_the_method_and_the_params():
@@ -282,14 +308,36 @@ def test_a_state_sealed_for_something_else_is_refused():
     "method, params, caps, required",
     [
         ("elicitation/create", elicit_params(), {}, {"elicitation": {"form": {}}}),
-        ("elicitation/create", elicit_params(), {"elicitation": {"url": {}}}, {"elicitation": {"form": {}}}),
-        ("elicitation/create", {"mode": "url", "message": "m", "url": "https://x", "elicitationId": "e"}, {"elicitation": {}}, {"elicitation": {"url": {}}}),
-        ("sampling/createMessage", {"messages": [], "maxTokens": 5}, {"roots": {}}, {"sampling": {}}),
-        ("sampling/createMessage", {"messages": [], "maxTokens": 5, "tools": []}, {"sampling": {}}, {"sampling": {"tools": {}}}),
+        (
+            "elicitation/create",
+            elicit_params(),
+            {"elicitation": {"url": {}}},
+            {"elicitation": {"form": {}}},
+        ),
+        (
+            "elicitation/create",
+            {"mode": "url", "message": "m", "url": "https://x", "elicitationId": "e"},
+            {"elicitation": {}},
+            {"elicitation": {"url": {}}},
+        ),
+        (
+            "sampling/createMessage",
+            {"messages": [], "maxTokens": 5},
+            {"roots": {}},
+            {"sampling": {}},
+        ),
+        (
+            "sampling/createMessage",
+            {"messages": [], "maxTokens": 5, "tools": []},
+            {"sampling": {}},
+            {"sampling": {"tools": {}}},
+        ),
         ("roots/list", {}, {"sampling": {}}, {"roots": {}}),
     ],
 )
-def test_undeclared_input_is_answered_with_32021_naming_the_capability(method, params, caps, required):
+def test_undeclared_input_is_answered_with_32021_naming_the_capability(
+    method, params, caps, required
+):
     def body(current: InputRound) -> str:
         try:
             current.ask(method, params)
@@ -324,13 +372,16 @@ def test_an_explicit_input_required_round_trips_the_handlers_state_and_answers()
         seen.append((dict(current.input_responses), current.handler_state))
         if "login" not in current.input_responses:
             return InputRequired(
-                {"login": {"method": "elicitation/create", "params": elicit_params("Login?")}}, state={"step": 1}
+                {"login": {"method": "elicitation/create", "params": elicit_params("Login?")}},
+                state={"step": 1},
             )
         return f"logged in as {current.input_responses['login']['content']['name']}"
 
     rounds, handler = make_rounds(), Handler(body)
     first = handler.serve(rounds, PARAMS)
-    assert first["inputRequests"] == {"login": {"method": "elicitation/create", "params": elicit_params("Login?")}}
+    assert first["inputRequests"] == {
+        "login": {"method": "elicitation/create", "params": elicit_params("Login?")}
+    }
     done = handler.serve(rounds, retry(PARAMS, first, {"login": ACCEPT_ADA, "other": {"x": 1}}))
     assert done == "logged in as Ada"
     assert seen == [({}, None), ({"login": ACCEPT_ADA}, {"step": 1})]
@@ -381,7 +432,10 @@ def test_more_inputs_in_one_round_than_the_bound_fail_with_32603():
 
 
 def test_more_rounds_than_the_bound_fail_with_32603():
-    rounds, handler = make_rounds(max_rounds=2), Handler(lambda current: InputRequired(state=current.rounds_before))
+    rounds, handler = (
+        make_rounds(max_rounds=2),
+        Handler(lambda current: InputRequired(state=current.rounds_before)),
+    )
     params: dict[str, Any] = PARAMS
     for _ in range(2):
         params = retry(PARAMS, handler.serve(rounds, params), {})

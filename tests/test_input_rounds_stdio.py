@@ -11,14 +11,15 @@ from __future__ import annotations
 
 import itertools
 import json
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
-
-from mcp_sync.request_state import generate_key
 from support.paths import PEERS, PYTHON
 from support.processes import Proc, user_env
+
+from mcp_sync.request_state import generate_key
 
 SERVER = [PYTHON, str(PEERS / "input_rounds_server.py")]
 WAIT = 20.0
@@ -66,7 +67,13 @@ class JsonLines:
             elif message.get("id") == request_id and ("result" in message or "error" in message):
                 return message
 
-    def request(self, method: str, params: dict[str, Any], caps: dict[str, Any] | None = ALL_CAPS, on_request: Any = None) -> dict[str, Any]:
+    def request(
+        self,
+        method: str,
+        params: dict[str, Any],
+        caps: dict[str, Any] | None = ALL_CAPS,
+        on_request: Any = None,
+    ) -> dict[str, Any]:
         request_id = next(self.ids)
         params = dict(params)
         if caps is not None:
@@ -87,7 +94,9 @@ def serving(**env: str) -> Iterator[JsonLines]:
         assert proc.finish(WAIT).code == 0
 
 
-def retry(params: dict[str, Any], answer: dict[str, Any], responses: dict[str, Any]) -> dict[str, Any]:
+def retry(
+    params: dict[str, Any], answer: dict[str, Any], responses: dict[str, Any]
+) -> dict[str, Any]:
     return {**params, "inputResponses": responses, "requestState": answer["result"]["requestState"]}
 
 
@@ -107,7 +116,10 @@ def test_a_tool_asks_through_input_required_and_the_retry_completes():
         result = first["result"]
         assert result["resultType"] == "input_required"
         assert result["inputRequests"] == {
-            "elicit-1": {"method": "elicitation/create", "params": {"message": "Your name?", "requestedSchema": NAME_FORM}}
+            "elicit-1": {
+                "method": "elicitation/create",
+                "params": {"message": "Your name?", "requestedSchema": NAME_FORM},
+            }
         }
         assert isinstance(result["requestState"], str)
         assert "content" not in result and "isError" not in result
@@ -127,11 +139,18 @@ def test_three_kinds_of_input_in_three_rounds():
         assert list(one["result"]["inputRequests"]) == ["elicit-1"]
         two = client.request("tools/call", retry(plan, one, {"elicit-1": ADA}))
         assert two["result"]["inputRequests"] == {"roots-1": {"method": "roots/list", "params": {}}}
-        three = client.request("tools/call", retry(plan, two, {"roots-1": {"roots": [{"uri": "file:///srv"}]}}))
-        (key, sampling), = three["result"]["inputRequests"].items()
+        three = client.request(
+            "tools/call", retry(plan, two, {"roots-1": {"roots": [{"uri": "file:///srv"}]}})
+        )
+        ((key, sampling),) = three["result"]["inputRequests"].items()
         assert key == "sampling-1" and sampling["method"] == "sampling/createMessage"
         assert sampling["params"]["maxTokens"] == 20
-        sample = {"role": "assistant", "content": {"type": "text", "text": "soup"}, "model": "m", "stopReason": "endTurn"}
+        sample = {
+            "role": "assistant",
+            "content": {"type": "text", "text": "soup"},
+            "model": "m",
+            "stopReason": "endTurn",
+        }
         done = client.request("tools/call", retry(plan, three, {"sampling-1": sample}))
         assert done["result"]["content"][0]["text"] == "Ada plans soup in file:///srv"
         assert client.entries() == {"plan": 4}
@@ -174,7 +193,9 @@ def test_except_exception_in_a_tool_does_not_turn_the_signal_into_a_tool_error()
         first = client.request("tools/call", {"name": "careless", "arguments": {}})
         assert first["result"]["resultType"] == "input_required"
         assert "isError" not in first["result"]
-        done = client.request("tools/call", retry({"name": "careless", "arguments": {}}, first, {"elicit-1": ADA}))
+        done = client.request(
+            "tools/call", retry({"name": "careless", "arguments": {}}, first, {"elicit-1": ADA})
+        )
         assert done["result"]["content"][0]["text"] == "hello Ada"
 
 
@@ -185,7 +206,9 @@ def test_input_the_request_does_not_declare_is_32021_naming_the_capability():
         assert refused["error"]["data"]["requiredCapabilities"] == {"elicitation": {"form": {}}}
         # nothing is inferred from an earlier request: declaring it on the next one works
         assert client.request("tools/call", BOOK)["result"]["resultType"] == "input_required"
-        refused = client.request("tools/call", {"name": "plan", "arguments": {"topic": "t"}}, caps={})
+        refused = client.request(
+            "tools/call", {"name": "plan", "arguments": {"topic": "t"}}, caps={}
+        )
         assert refused["error"]["data"]["requiredCapabilities"] == {"elicitation": {"form": {}}}
 
 
@@ -194,7 +217,9 @@ def test_input_the_request_does_not_declare_is_32021_naming_the_capability():
 
 def _tamper(state: str) -> str:
     version, key_id, payload, signature = state.split(".")
-    return ".".join([version, key_id, payload, ("A" if signature[0] != "A" else "B") + signature[1:]])
+    return ".".join(
+        [version, key_id, payload, ("A" if signature[0] != "A" else "B") + signature[1:]]
+    )
 
 
 def test_a_tampered_state_is_refused_and_the_handler_does_not_run():
@@ -206,7 +231,9 @@ def test_a_tampered_state_is_refused_and_the_handler_does_not_run():
         assert refused["error"]["code"] == -32602
         assert refused["error"]["data"]["reason"] == "bad_signature"
         other_room = retry({"name": "book", "arguments": {"room": "B2"}}, first, {"elicit-1": ADA})
-        assert client.request("tools/call", other_room)["error"]["data"]["reason"] == "params_mismatch"
+        assert (
+            client.request("tools/call", other_room)["error"]["data"]["reason"] == "params_mismatch"
+        )
         assert client.entries() == {"book": 1}
 
 
@@ -216,7 +243,10 @@ def shared_ring() -> str:
 
 
 def test_two_processes_sharing_a_key_ring_serve_the_rounds_between_them(shared_ring):
-    with serving(MCP_SYNC_STATE_KEYS=shared_ring) as a, serving(MCP_SYNC_STATE_KEYS=shared_ring) as b:
+    with (
+        serving(MCP_SYNC_STATE_KEYS=shared_ring) as a,
+        serving(MCP_SYNC_STATE_KEYS=shared_ring) as b,
+    ):
         first = a.request("tools/call", BOOK)
         assert first["result"]["resultType"] == "input_required"
         done = b.request("tools/call", retry(BOOK, first, {"elicit-1": ADA}))
@@ -225,15 +255,20 @@ def test_two_processes_sharing_a_key_ring_serve_the_rounds_between_them(shared_r
 
 
 def test_a_process_with_another_ring_or_a_later_clock_refuses_the_state(shared_ring):
-    with serving(MCP_SYNC_STATE_KEYS=shared_ring) as a, serving(MCP_SYNC_STATE_KEYS=f"k2:{generate_key()}") as foreign, serving(
-        MCP_SYNC_STATE_KEYS=shared_ring, INPUT_ROUNDS_CLOCK_SKEW="601"
-    ) as later, serving() as ephemeral:
+    with (
+        serving(MCP_SYNC_STATE_KEYS=shared_ring) as a,
+        serving(MCP_SYNC_STATE_KEYS=f"k2:{generate_key()}") as foreign,
+        serving(MCP_SYNC_STATE_KEYS=shared_ring, INPUT_ROUNDS_CLOCK_SKEW="601") as later,
+        serving() as ephemeral,
+    ):
         first = a.request("tools/call", BOOK)
         answer = retry(BOOK, first, {"elicit-1": ADA})
         assert foreign.request("tools/call", answer)["error"]["data"]["reason"] == "unknown_key"
         assert ephemeral.request("tools/call", answer)["error"]["data"]["reason"] == "unknown_key"
         expired = later.request("tools/call", answer)
-        assert expired["error"]["code"] == -32602 and expired["error"]["data"]["reason"] == "expired"
+        assert (
+            expired["error"]["code"] == -32602 and expired["error"]["data"]["reason"] == "expired"
+        )
         assert foreign.entries() == {} and later.entries() == {} and ephemeral.entries() == {}
 
 
@@ -243,7 +278,11 @@ def test_a_process_with_another_ring_or_a_later_clock_refuses_the_state(shared_r
 def _initialize(client: JsonLines, caps: dict[str, Any]) -> None:
     init = client.request(
         "initialize",
-        {"protocolVersion": "2025-11-25", "capabilities": caps, "clientInfo": {"name": "raw-lines", "version": "1"}},
+        {
+            "protocolVersion": "2025-11-25",
+            "capabilities": caps,
+            "clientInfo": {"name": "raw-lines", "version": "1"},
+        },
         caps=None,
     )
     assert init["result"]["protocolVersion"] == "2025-11-25"
@@ -265,7 +304,12 @@ def test_on_a_2025_session_the_same_calls_are_real_requests_to_the_client():
         assert asked[0]["params"] == {"message": "Your name?", "requestedSchema": NAME_FORM}
         assert "resultType" not in done["result"]
         # the explicit form is fulfilled with real requests as well, then the tool runs again
-        deployed = client.request("tools/call", {"name": "deploy", "arguments": {"env": "dev"}}, caps=None, on_request=answer)
+        deployed = client.request(
+            "tools/call",
+            {"name": "deploy", "arguments": {"env": "dev"}},
+            caps=None,
+            on_request=answer,
+        )
         assert deployed["result"]["content"][0]["text"] == "deployed to dev by Ada"
         assert [m["method"] for m in asked] == ["elicitation/create", "elicitation/create"]
         assert asked[1]["params"]["message"] == "Deploy to dev?"
@@ -277,7 +321,12 @@ def test_parallel_calls_each_get_their_own_rounds():
     rooms = [f"R{i}" for i in range(12)]
 
     def call(params: dict[str, Any], request_id: int) -> dict[str, Any]:
-        return {"jsonrpc": "2.0", "id": request_id, "method": "tools/call", "params": {**params, "_meta": envelope(ALL_CAPS)}}
+        return {
+            "jsonrpc": "2.0",
+            "id": request_id,
+            "method": "tools/call",
+            "params": {**params, "_meta": envelope(ALL_CAPS)},
+        }
 
     def gather(client: JsonLines, ids: list[int]) -> dict[int, dict[str, Any]]:
         got: dict[int, dict[str, Any]] = {}

@@ -7,14 +7,14 @@ without one): the sans-IO tests below saw no Settle, the end-to-end ones timed o
 from __future__ import annotations
 
 import json
+
 import pytest
+from support.endpoints import raw_server
+from support.waiting import WAIT
 
 from mcp_sync.errors import PeerMisbehaved
 from mcp_sync.jsonrpc import decode
 from mcp_sync.protocol import Dropped, OutboundState, RequestRegistry, Settle
-
-from support.endpoints import raw_server
-from support.waiting import WAIT
 
 
 def _line(obj) -> bytes:
@@ -22,11 +22,21 @@ def _line(obj) -> bytes:
 
 
 INVALID_RESPONSES = {
-    "result and error": lambda i: {"jsonrpc": "2.0", "id": i, "result": {}, "error": {"code": 1, "message": "x"}},
+    "result and error": lambda i: {
+        "jsonrpc": "2.0",
+        "id": i,
+        "result": {},
+        "error": {"code": 1, "message": "x"},
+    },
     "malformed error": lambda i: {"jsonrpc": "2.0", "id": i, "error": {"code": "x"}},
     "wrong jsonrpc": lambda i: {"jsonrpc": "1.0", "id": i, "result": {}},
     "too deep": lambda i: {"jsonrpc": "2.0", "id": i, "result": {"a": _nest(500)}},
-    "id as string": lambda i: {"jsonrpc": "2.0", "id": str(i), "result": {}, "error": {"code": 1, "message": "x"}},
+    "id as string": lambda i: {
+        "jsonrpc": "2.0",
+        "id": str(i),
+        "result": {},
+        "error": {"code": 1, "message": "x"},
+    },
 }
 
 

@@ -44,7 +44,7 @@ def assert_invalid(result, code: int, reply_id=None) -> InvalidMessage:
         b'{"jsonrpc": "2.0", "id": 1, "method": "x"',  # truncated
         b"{'jsonrpc': '2.0'}",  # single quotes
         b"",
-        "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"x\"} trailing",
+        '{"jsonrpc":"2.0","id":1,"method":"x"} trailing',
     ],
 )
 def test_bad_json_is_parse_error_with_null_id(line):
@@ -118,8 +118,12 @@ def test_non_object_is_invalid_request(line):
 
 
 def test_request_params_must_be_an_object():
-    assert_invalid(decode(b'{"jsonrpc":"2.0","id":3,"method":"x","params":[1,2]}'), INVALID_REQUEST, 3)
-    assert_invalid(decode(b'{"jsonrpc":"2.0","id":3,"method":"x","params":"s"}'), INVALID_REQUEST, 3)
+    assert_invalid(
+        decode(b'{"jsonrpc":"2.0","id":3,"method":"x","params":[1,2]}'), INVALID_REQUEST, 3
+    )
+    assert_invalid(
+        decode(b'{"jsonrpc":"2.0","id":3,"method":"x","params":"s"}'), INVALID_REQUEST, 3
+    )
 
 
 def test_notification_with_bad_params_owes_no_reply():
@@ -200,7 +204,9 @@ def test_id_key_separates_types():
 
 # -- encode -----------------------------------------------------------------------------------
 def test_encode_is_one_line_even_with_newlines_in_strings():
-    message = Request(1, "tools/call", {"text": "line one\nline two\r\nend\n", "k\n": "\u2028\u2029"})
+    message = Request(
+        1, "tools/call", {"text": "line one\nline two\r\nend\n", "k\n": "\u2028\u2029"}
+    )
     data = encode(message)
     assert data.endswith(b"\n")
     assert data.count(b"\n") == 1
@@ -210,7 +216,7 @@ def test_encode_is_one_line_even_with_newlines_in_strings():
 
 def test_encode_is_utf8_without_escapes():
     data = encode(Notification("notifications/message", {"data": "héllo 日本 😀"}))
-    assert "héllo 日本 😀".encode("utf-8") in data
+    assert "héllo 日本 😀".encode() in data
     assert json.loads(data)["params"]["data"] == "héllo 日本 😀"
 
 
@@ -238,7 +244,11 @@ def test_encode_round_trips_every_message_kind():
 def test_encode_dict_and_error_object():
     assert encode({"jsonrpc": "2.0", "method": "m"}) == b'{"jsonrpc":"2.0","method":"m"}\n'
     assert jsonrpc.error_object(-32602, "bad") == {"code": -32602, "message": "bad"}
-    assert jsonrpc.error_object(-32602, "bad", [1]) == {"code": -32602, "message": "bad", "data": [1]}
+    assert jsonrpc.error_object(-32602, "bad", [1]) == {
+        "code": -32602,
+        "message": "bad",
+        "data": [1],
+    }
     wire = json.loads(encode(ErrorResponse(1, -32602, "bad")))
     assert "data" not in wire["error"]
 
@@ -252,7 +262,12 @@ def test_encode_large_strings_exactly(text):
     that the standard library writes, and decode back unchanged."""
     message = Request(1, "tools/call", {"name": "echo", "arguments": {"text": text}})
     data = encode(message)
-    assert data == (json.dumps(message.to_json(), ensure_ascii=False, separators=(",", ":")) + "\n").encode()
+    assert (
+        data
+        == (
+            json.dumps(message.to_json(), ensure_ascii=False, separators=(",", ":")) + "\n"
+        ).encode()
+    )
     assert decode(data.rstrip(b"\n")) == message
 
 
@@ -274,7 +289,9 @@ def test_encode_models_inside_messages_by_their_wire_names():
     from pydantic_core import to_json
 
     result = mcp_types.CallToolResult(
-        content=[mcp_types.TextContent(type="text", text="hi")], is_error=True, structured_content={"a": 1}
+        content=[mcp_types.TextContent(type="text", text="hi")],
+        is_error=True,
+        structured_content={"a": 1},
     )
     data = encode(Response(7, result))
     assert data == to_json({"jsonrpc": "2.0", "id": 7, "result": result}) + b"\n"

@@ -10,6 +10,10 @@ import threading
 
 import mcp_types
 import pytest
+from support.messages import as_wire, methods, responses_to, with_method
+from support.recording import RecordingTransport
+from support.sessions import FakeServer, connected
+from support.waiting import WAIT, wait_event, wait_until
 
 from mcp_sync import (
     CapabilityError,
@@ -24,12 +28,6 @@ from mcp_sync import (
     memory_pair,
 )
 from mcp_sync.lifecycle import HANDSHAKE_VERSIONS, LATEST_HANDSHAKE_VERSION, State
-
-from support.messages import as_wire, methods, responses_to, with_method
-from support.recording import RecordingTransport
-from support.sessions import connected, FakeServer
-from support.waiting import WAIT, wait_event, wait_until
-
 
 INIT_PARAMS = {
     "protocolVersion": LATEST_HANDSHAKE_VERSION,
@@ -61,7 +59,9 @@ def test_supported_version_is_echoed(version):
         assert conn.handle.session.protocol_version == version
         init = with_method(conn.wire.received, "initialize")
         assert init[0]["params"]["protocolVersion"] == version
-        assert responses_to(conn.wire.sent, init[0]["id"])[0]["result"]["protocolVersion"] == version
+        assert (
+            responses_to(conn.wire.sent, init[0]["id"])[0]["result"]["protocolVersion"] == version
+        )
         # the negotiated session works
         assert conn.client.call_tool("echo", {"text": "hi"}).content[0].text == "hi"
 
@@ -81,12 +81,20 @@ def test_non_string_version_gets_the_servers_latest():
     with make_server().serve_in_thread(server_side) as handle:
         with Endpoint(client_side) as raw:
             params = dict(INIT_PARAMS, protocolVersion=20241105)
-            assert raw.request("initialize", params, timeout=WAIT)["protocolVersion"] == "2025-11-25"
+            assert (
+                raw.request("initialize", params, timeout=WAIT)["protocolVersion"] == "2025-11-25"
+            )
         assert handle.wait(WAIT)
 
 
 def test_client_refuses_a_version_it_does_not_speak_and_closes():
-    fake = FakeServer(init_result={"protocolVersion": "2099-01-01", "capabilities": {}, "serverInfo": {"name": "x", "version": "0"}})
+    fake = FakeServer(
+        init_result={
+            "protocolVersion": "2099-01-01",
+            "capabilities": {},
+            "serverInfo": {"name": "x", "version": "0"},
+        }
+    )
     with fake:
         with pytest.raises(ConnectionClosed, match="2099-01-01"):
             Client.connect(fake.client_transport, protocol="legacy", init_timeout=WAIT)
@@ -132,7 +140,9 @@ def test_capabilities_and_identity_are_recorded_on_both_sides():
         assert "logging" in client.server_capabilities
         assert client.server_instructions == "Use echo to echo."
         # the client sent notifications/initialized after the handshake
-        wait_until(lambda: session.lifecycle.peer_confirmed, "notifications/initialized at the server")
+        wait_until(
+            lambda: session.lifecycle.peer_confirmed, "notifications/initialized at the server"
+        )
         assert methods(conn.wire.received)[:2] == ["initialize", "notifications/initialized"]
 
 
@@ -166,11 +176,16 @@ def test_both_lifecycles_end_closed_and_remember_the_handshake():
     with connected(make_server()) as conn:
         client, handle = conn.client, conn.handle
         assert client.lifecycle.state is State.READY
-        wait_until(lambda: handle.session.lifecycle.state is State.READY, "notifications/initialized at the server")
+        wait_until(
+            lambda: handle.session.lifecycle.state is State.READY,
+            "notifications/initialized at the server",
+        )
         client.close()
         assert handle.wait(WAIT)
     assert client.lifecycle.state is State.CLOSED and client.initialized
-    wait_until(lambda: handle.session.lifecycle.state is State.CLOSED, "the server's lifecycle to close")
+    wait_until(
+        lambda: handle.session.lifecycle.state is State.CLOSED, "the server's lifecycle to close"
+    )
     assert handle.session.initialized and handle.session.protocol_version == "2025-11-25"
     with pytest.raises(ConnectionClosed):  # not "not initialized": the connection is what ended
         client.list_tools()
@@ -185,7 +200,14 @@ def test_a_second_client_initialize_is_refused_without_sending():
 
 
 # -- before initialization -----------------------------------------------------------------------
-@pytest.mark.parametrize("method,params", [("tools/list", None), ("tools/call", {"name": "echo", "arguments": {"text": "x"}}), ("logging/setLevel", {"level": "info"})])
+@pytest.mark.parametrize(
+    "method,params",
+    [
+        ("tools/list", None),
+        ("tools/call", {"name": "echo", "arguments": {"text": "x"}}),
+        ("logging/setLevel", {"level": "info"}),
+    ],
+)
 def test_requests_before_initialize_are_refused(method, params):
     client_side, server_side = memory_pair()
     with make_server().serve_in_thread(server_side) as handle:
@@ -196,7 +218,10 @@ def test_requests_before_initialize_are_refused(method, params):
             assert "initializ" in info.value.message
             # ping is allowed before initialization, and the connection stays usable
             assert raw.request("ping", timeout=WAIT) == {}
-            assert raw.request("initialize", INIT_PARAMS, timeout=WAIT)["protocolVersion"] == "2025-11-25"
+            assert (
+                raw.request("initialize", INIT_PARAMS, timeout=WAIT)["protocolVersion"]
+                == "2025-11-25"
+            )
             raw.notify("notifications/initialized")
             assert raw.request("tools/list", timeout=WAIT)["tools"][0]["name"] == "echo"
         assert handle.wait(WAIT)
@@ -304,7 +329,9 @@ def test_cancelling_a_pending_initialize_sends_nothing():
         client.endpoint.start()
         try:
             pending = client.endpoint.submit("initialize", INIT_PARAMS)
-            fake.wire.wait_for(lambda w: methods(w.received) == ["initialize"], "initialize at the fake server")
+            fake.wire.wait_for(
+                lambda w: methods(w.received) == ["initialize"], "initialize at the fake server"
+            )
             assert pending.cancel("changed my mind") is True
             assert pending.cancelled()
             # anything the cancel queued is written before this ping
@@ -334,7 +361,9 @@ def test_server_ignores_a_cancellation_of_initialize():
     try:
         pending = raw.submit("initialize", INIT_PARAMS)
         wait_event(started, "initialize to start at the server")
-        raw.notify("notifications/cancelled", {"requestId": pending.request_id, "reason": "please stop"})
+        raw.notify(
+            "notifications/cancelled", {"requestId": pending.request_id, "reason": "please stop"}
+        )
         wait_until(
             lambda: session.endpoint.dropped["initialize cannot be cancelled"] == 1,
             "the server to see (and drop) the cancellation",
@@ -355,7 +384,9 @@ def test_initialize_and_cancel_back_to_back_still_answer():
     client_side, server_side = memory_pair()
     wire = RecordingTransport(client_side)
     # both lines are queued before the server starts reading
-    wire.write(b'{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"0"}}}\n')
+    wire.write(
+        b'{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"0"}}}\n'
+    )
     wire.write(b'{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}\n')
     with server.serve_in_thread(server_side):
         line = wire.read_line()
@@ -378,7 +409,11 @@ def test_client_refuses_tool_methods_when_the_server_has_no_tools_capability():
                 client.call_tool_future("anything")
             client.ping(timeout=WAIT)
             # nothing was sent for the refused calls
-            assert methods(fake.wire.received) == ["initialize", "notifications/initialized", "ping"]
+            assert methods(fake.wire.received) == [
+                "initialize",
+                "notifications/initialized",
+                "ping",
+            ]
         finally:
             client.close()
 
@@ -413,7 +448,10 @@ def test_list_roots_with_the_capability():
         result = conn.client.call_tool("roots", timeout=WAIT)
         assert result.is_error is not True
         assert result.structured_content == {"result": ["file:///tmp/project", "file:///data"]}
-        assert as_wire(conn.handle.session.list_roots(timeout=WAIT)[1]) == {"uri": "file:///data", "name": "data"}
+        assert as_wire(conn.handle.session.list_roots(timeout=WAIT)[1]) == {
+            "uri": "file:///data",
+            "name": "data",
+        }
 
 
 def test_roots_list_changed_reaches_the_server():

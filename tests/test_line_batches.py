@@ -7,20 +7,19 @@ from __future__ import annotations
 import json
 import sys
 import threading
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
-
-from mcp_sync import Context, Server, memory_pair
-from mcp_sync.transports import SubprocessTransport
-from mcp_sync.transports.base import OutboundMeta
-
 from support.endpoints import RawPeer
 from support.messages import notification, request
 from support.paths import PEERS, ROOT
 from support.waiting import WAIT
 
+from mcp_sync import Context, Server, memory_pair
+from mcp_sync.transports import SubprocessTransport
+from mcp_sync.transports.base import OutboundMeta
 
 OLD = "2025-03-26"
 
@@ -35,7 +34,15 @@ def answers(request_id: Any) -> OutboundMeta:
 
 
 def initialize(version: str) -> dict[str, Any]:
-    return request("initialize", {"protocolVersion": version, "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}, 0)
+    return request(
+        "initialize",
+        {
+            "protocolVersion": version,
+            "capabilities": {},
+            "clientInfo": {"name": "raw", "version": "0"},
+        },
+        0,
+    )
 
 
 class Gates:
@@ -90,7 +97,14 @@ def by_id(answers: list[dict[str, Any]]) -> dict[tuple[str, Any], dict[str, Any]
 
 def test_a_batch_is_answered_with_one_array_line():
     with session(OLD) as (peer, _):
-        peer.send([call("echo", {"text": "one"}, 1), call("echo", {"text": "two"}, "1"), notification("notifications/roots/list_changed"), request("tools/list", None, 3)])
+        peer.send(
+            [
+                call("echo", {"text": "one"}, 1),
+                call("echo", {"text": "two"}, "1"),
+                notification("notifications/roots/list_changed"),
+                request("tools/list", None, 3),
+            ]
+        )
         answers = peer.recv()
         assert isinstance(answers, list) and len(answers) == 3
         got = by_id(answers)
@@ -103,7 +117,12 @@ def test_a_batch_is_answered_with_one_array_line():
 
 def test_a_batch_of_notifications_gets_no_answer():
     with session(OLD) as (peer, _):
-        peer.send([notification("notifications/roots/list_changed"), notification("notifications/roots/list_changed")])
+        peer.send(
+            [
+                notification("notifications/roots/list_changed"),
+                notification("notifications/roots/list_changed"),
+            ]
+        )
         peer.send(request("ping", None, 5))
         assert peer.recv() == {"jsonrpc": "2.0", "id": 5, "result": {}}  # nothing came before it
 
@@ -153,7 +172,9 @@ def test_batches_are_refused_at_later_revisions(version):
 
 def test_a_batch_to_a_stdio_server_process():
     transport = SubprocessTransport(
-        [sys.executable, str(PEERS / "demo_server.py")], env={"PYTHONPATH": str(ROOT)}, stderr="discard"
+        [sys.executable, str(PEERS / "demo_server.py")],
+        env={"PYTHONPATH": str(ROOT)},
+        stderr="discard",
     )
 
     def send(message: Any) -> None:
@@ -196,7 +217,13 @@ def test_the_last_answer_and_the_last_cancellation_racing_write_the_batch_once(f
     from mcp_sync.transports.batching import BatchingTransport
 
     for round_ in range(1000):
-        batch = json.dumps([call("echo", {"text": "x"}, 1), call("echo", {"text": "y"}, 2), call("echo", {"text": "z"}, 3)])
+        batch = json.dumps(
+            [
+                call("echo", {"text": "x"}, 1),
+                call("echo", {"text": "y"}, 2),
+                call("echo", {"text": "z"}, 3),
+            ]
+        )
         inner = Lines(batch.encode())
         transport = BatchingTransport(inner, lambda: True)
         assert [json.loads(transport.read_line())["id"] for _ in range(3)] == [1, 2, 3]
@@ -211,7 +238,10 @@ def test_the_last_answer_and_the_last_cancellation_racing_write_the_batch_once(f
             go.wait(WAIT)
             transport.inbound_cancelled(3)
 
-        threads = [threading.Thread(target=answer, name="answer"), threading.Thread(target=cancel, name="cancel")]
+        threads = [
+            threading.Thread(target=answer, name="answer"),
+            threading.Thread(target=cancel, name="cancel"),
+        ]
         for thread in threads:
             thread.start()
         for thread in threads:
@@ -227,7 +257,9 @@ def test_progress_for_a_batch_request_goes_out_at_once():
     transport = BatchingTransport(inner, lambda: True)
     transport.read_line()
     progress = b'{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":1,"progress":1}}\n'
-    transport.send(progress, OutboundMeta("notification", "notifications/progress", related_request_id=1))
+    transport.send(
+        progress, OutboundMeta("notification", "notifications/progress", related_request_id=1)
+    )
     assert inner.written == [progress]
     transport.send(b'{"jsonrpc":"2.0","id":1,"result":{}}\n', answers(1))
     assert json.loads(inner.written[1]) == [{"jsonrpc": "2.0", "id": 1, "result": {}}]

@@ -13,13 +13,11 @@ import sys
 from pathlib import Path
 
 import pytest
-
-from mcp_sync import Client
-
 from support.paths import PEERS, PYTHON, ROOT
 from support.processes import Proc
 from support.waiting import WAIT
 
+from mcp_sync import Client
 
 PROBE = PEERS / "logging_probe_server.py"
 
@@ -35,7 +33,12 @@ def read_report(path: Path) -> dict[str, object]:
 def test_run_over_stdio_configures_no_logging(tmp_path):
     report = tmp_path / "report.json"
     env = {"PYTHONPATH": str(ROOT)}
-    with Client.stdio([sys.executable, str(PROBE), "stdio", str(report)], env=env, stderr="capture", init_timeout=20.0) as client:
+    with Client.stdio(
+        [sys.executable, str(PROBE), "stdio", str(report)],
+        env=env,
+        stderr="capture",
+        init_timeout=20.0,
+    ) as client:
         assert client.call_tool("echo", {"text": "hi"}, timeout=WAIT).content[0].text == "hi"
     assert client.transport.process.returncode == 0, client.transport.stderr_lines
     assert read_report(report) == {"before": UNCONFIGURED, "after": UNCONFIGURED}
@@ -58,7 +61,11 @@ def test_run_over_http_configures_no_logging(tmp_path):
 def test_every_logger_in_the_package_is_documented():
     used = set()
     for source in (ROOT / "mcp_sync").rglob("*.py"):
-        used.update(re.findall(r"getLogger\(\s*[\"'](mcp_sync[\w.]*)[\"']", source.read_text(encoding="utf-8")))
+        used.update(
+            re.findall(
+                r"getLogger\(\s*[\"'](mcp_sync[\w.]*)[\"']", source.read_text(encoding="utf-8")
+            )
+        )
     assert "mcp_sync.server" in used, "the scan found none of the package's loggers"
     page = (ROOT / "docs" / "logging.rst").read_text(encoding="utf-8")
     documented = set(re.findall(r"^``(mcp_sync[\w.]*)``", page, re.MULTILINE))

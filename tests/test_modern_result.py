@@ -47,7 +47,9 @@ def test_what_the_handler_set_is_kept_and_its_dict_untouched():
     assert "ttlMs" not in result and "cacheScope" not in result
     assert result["_meta"] == {"com.example/trace": "t", SERVER_INFO_KEY: {"name": "own"}}
     assert given == before
-    own = stamp_modern_result("resources/read", {"contents": [], "ttlMs": 5}, server_info=INFO, cache=HINTS)
+    own = stamp_modern_result(
+        "resources/read", {"contents": [], "ttlMs": 5}, server_info=INFO, cache=HINTS
+    )
     assert (own["ttlMs"], own["cacheScope"]) == (5, "public")
 
 
@@ -55,7 +57,9 @@ def test_a_non_object_result_is_left_alone():
     assert stamp_modern_result("x/custom", [1, 2], server_info=INFO, cache=HINTS) == [1, 2]
 
 
-@pytest.mark.parametrize("ttl, scope", [(-1, "private"), (1.5, "private"), (True, "private"), (0, "shared")])
+@pytest.mark.parametrize(
+    "ttl, scope", [(-1, "private"), (1.5, "private"), (True, "private"), (0, "shared")]
+)
 def test_bad_hints_are_refused_when_the_server_is_made(ttl, scope):
     with pytest.raises(ValueError):
         Server("x", ttl_ms=ttl, cache_scope=scope)

@@ -10,11 +10,11 @@ request could still have produced would already have been written.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
-
 from support.paths import PEERS, PYTHON
 from support.processes import Proc
 
@@ -28,8 +28,14 @@ LEVEL = "io.modelcontextprotocol/logLevel"
 SERVER_INFO = "io.modelcontextprotocol/serverInfo"
 
 
-def envelope(capabilities: dict | None = None, *, level: str | None = None, **extra: Any) -> dict[str, Any]:
-    meta: dict[str, Any] = {PV: MODERN, CAPS: capabilities or {}, INFO: {"name": "raw-test", "version": "0.1"}}
+def envelope(
+    capabilities: dict | None = None, *, level: str | None = None, **extra: Any
+) -> dict[str, Any]:
+    meta: dict[str, Any] = {
+        PV: MODERN,
+        CAPS: capabilities or {},
+        INFO: {"name": "raw-test", "version": "0.1"},
+    }
     if level is not None:
         meta[LEVEL] = level
     meta.update(extra)
@@ -61,11 +67,21 @@ class RawClient:
             if "method" not in message and message.get("id") == request_id:
                 return message
 
-    def request(self, request_id: Any, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
-        self.send({"id": request_id, "method": method, **({"params": params} if params is not None else {})})
+    def request(
+        self, request_id: Any, method: str, params: dict[str, Any] | None = None
+    ) -> dict[str, Any]:
+        self.send(
+            {
+                "id": request_id,
+                "method": method,
+                **({"params": params} if params is not None else {}),
+            }
+        )
         return self.answer(request_id)
 
-    def modern(self, request_id: Any, method: str, params: dict[str, Any] | None = None, **meta: Any) -> dict[str, Any]:
+    def modern(
+        self, request_id: Any, method: str, params: dict[str, Any] | None = None, **meta: Any
+    ) -> dict[str, Any]:
         """A 2026-07-28 request (the full envelope, ``meta`` merged into it)."""
         return self.request(request_id, method, {**(params or {}), "_meta": envelope(**meta)})
 
@@ -100,11 +116,17 @@ def text(result: dict[str, Any]) -> str:
     return "".join(block["text"] for block in result["content"] if block["type"] == "text")
 
 
-def initialize(client: RawClient, request_id: Any = 0, capabilities: dict | None = None) -> dict[str, Any]:
+def initialize(
+    client: RawClient, request_id: Any = 0, capabilities: dict | None = None
+) -> dict[str, Any]:
     answer = client.request(
         request_id,
         "initialize",
-        {"protocolVersion": "2025-11-25", "capabilities": capabilities or {}, "clientInfo": {"name": "old", "version": "1"}},
+        {
+            "protocolVersion": "2025-11-25",
+            "capabilities": capabilities or {},
+            "clientInfo": {"name": "old", "version": "1"},
+        },
     )
     client.send({"method": "notifications/initialized"})
     return result_of(answer)
@@ -114,7 +136,13 @@ def initialize(client: RawClient, request_id: Any = 0, capabilities: dict | None
 def test_discover_names_both_eras_and_does_not_pin_the_connection():
     with connection() as c:
         found = result_of(c.modern(1, "server/discover"))
-        assert found["supportedVersions"] == [MODERN, "2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"]
+        assert found["supportedVersions"] == [
+            MODERN,
+            "2025-11-25",
+            "2025-06-18",
+            "2025-03-26",
+            "2024-11-05",
+        ]
         assert found["resultType"] == "complete"
         assert found["_meta"][SERVER_INFO] == {"name": "modern-probe", "version": "3.1.4"}
         assert found["instructions"] == "A probe server for the 2026-07-28 tests."
@@ -122,7 +150,9 @@ def test_discover_names_both_eras_and_does_not_pin_the_connection():
         capabilities = found["capabilities"]
         assert capabilities["extensions"] == {"io.example/probe": {"level": 1}}
         # change notifications are claimed: they travel on subscriptions/listen, which is served
-        assert capabilities["tools"] == {"listChanged": True} and capabilities["prompts"] == {"listChanged": True}
+        assert capabilities["tools"] == {"listChanged": True} and capabilities["prompts"] == {
+            "listChanged": True
+        }
         assert capabilities["resources"] == {"subscribe": True, "listChanged": True}
         assert "completions" in capabilities
         # the probe did not pin: a 2025 client goes on with initialize on the same connection
@@ -158,9 +188,17 @@ def test_envelope_errors():
         assert undeclared["code"] == -32021
         assert undeclared["data"] == {"requiredCapabilities": {"elicitation": {"form": {}}}}
         # declared: still no request to the client at 2026 (multi round-trip input answers it)
-        declared = result_of(c.modern(9, "tools/call", {"name": "ask", "arguments": {}}, capabilities={"elicitation": {}}))
-        assert declared["resultType"] == "input_required" and list(declared["inputRequests"]) == ["elicit-1"]
-        assert result_of(c.modern(10, "tools/call", {"name": "echo", "arguments": {"text": "still"}}))["content"]
+        declared = result_of(
+            c.modern(
+                9, "tools/call", {"name": "ask", "arguments": {}}, capabilities={"elicitation": {}}
+            )
+        )
+        assert declared["resultType"] == "input_required" and list(declared["inputRequests"]) == [
+            "elicit-1"
+        ]
+        assert result_of(
+            c.modern(10, "tools/call", {"name": "echo", "arguments": {"text": "still"}})
+        )["content"]
     # at 2026 the server wrote only responses: no request, no notification at all
     assert all("method" not in message for message in c.seen), c.seen
 
@@ -170,15 +208,32 @@ def test_removed_methods_and_initialize_after_the_pin():
         # ping with an envelope is refused even before anything pinned the connection
         assert error_of(c.modern(1, "ping"))["code"] == -32601
         assert result_of(c.modern(2, "tools/list"))["tools"]
-        for n, method in enumerate(["ping", "logging/setLevel", "resources/subscribe", "resources/unsubscribe"], 3):
-            params = {"level": "info"} if method == "logging/setLevel" else {"uri": "mem://greeting"}
+        for n, method in enumerate(
+            ["ping", "logging/setLevel", "resources/subscribe", "resources/unsubscribe"], 3
+        ):
+            params = (
+                {"level": "info"} if method == "logging/setLevel" else {"uri": "mem://greeting"}
+            )
             assert error_of(c.modern(n, method, params))["code"] == -32601, method
         refused = error_of(
-            c.request(10, "initialize", {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "x", "version": "1"}})
+            c.request(
+                10,
+                "initialize",
+                {
+                    "protocolVersion": "2025-11-25",
+                    "capabilities": {},
+                    "clientInfo": {"name": "x", "version": "1"},
+                },
+            )
         )
         assert refused["code"] == -32022 and refused["data"]["supported"] == [MODERN]
         assert refused["data"]["requested"] == "2025-11-25"
-        assert result_of(c.modern(11, "tools/call", {"name": "echo", "arguments": {"text": "ok"}}))["resultType"] == "complete"
+        assert (
+            result_of(c.modern(11, "tools/call", {"name": "echo", "arguments": {"text": "ok"}}))[
+                "resultType"
+            ]
+            == "complete"
+        )
 
 
 # -- resultType, serverInfo and the caching hints everywhere -------------------------------------
@@ -193,18 +248,32 @@ def test_every_result_says_what_it_is():
             ("resources/read", {"uri": "mem://items/a"}, True),
             ("prompts/list", {}, True),
             ("prompts/get", {"name": "greet", "arguments": {"name": "Ada"}}, False),
-            ("completion/complete", {"ref": {"type": "ref/prompt", "name": "greet"}, "argument": {"name": "name", "value": "A"}}, False),
+            (
+                "completion/complete",
+                {
+                    "ref": {"type": "ref/prompt", "name": "greet"},
+                    "argument": {"name": "name", "value": "A"},
+                },
+                False,
+            ),
             ("server/discover", {}, True),
         ]
         for n, (method, params, cacheable) in enumerate(calls, 1):
             result = result_of(c.modern(n, method, params))
             assert result["resultType"] == "complete", (method, result)
-            assert result["_meta"][SERVER_INFO] == {"name": "modern-probe", "version": "3.1.4"}, method
+            assert result["_meta"][SERVER_INFO] == {"name": "modern-probe", "version": "3.1.4"}, (
+                method
+            )
             if cacheable:
                 assert (result["ttlMs"], result["cacheScope"]) == (60000, "public"), method
             else:
                 assert "ttlMs" not in result and "cacheScope" not in result, method
-        assert result_of(c.modern(20, "resources/read", {"uri": "mem://items/b"}))["contents"][0]["text"] == "item b"
+        assert (
+            result_of(c.modern(20, "resources/read", {"uri": "mem://items/b"}))["contents"][0][
+                "text"
+            ]
+            == "item b"
+        )
         # an error carries none of it
         missing = c.modern(21, "resources/read", {"uri": "mem://nothing"})
         assert "result" not in missing and "resultType" not in missing["error"]
@@ -213,7 +282,15 @@ def test_every_result_says_what_it_is():
 # -- the request's own context -------------------------------------------------------------------
 def test_each_request_is_judged_by_its_own_envelope():
     with connection() as c:
-        first = result_of(c.modern(1, "tools/call", {"name": "whoami", "arguments": {}}, capabilities={"elicitation": {"form": {}}}, level="info"))
+        first = result_of(
+            c.modern(
+                1,
+                "tools/call",
+                {"name": "whoami", "arguments": {}},
+                capabilities={"elicitation": {"form": {}}},
+                level="info",
+            )
+        )
         second = result_of(c.modern(2, "tools/call", {"name": "whoami", "arguments": {}}))
     one, two = first["structuredContent"], second["structuredContent"]
     assert one == {
@@ -236,7 +313,9 @@ def test_log_messages_only_when_the_request_asks_and_at_or_above_its_level():
     with connection() as c:
         quiet = result_of(c.modern(1, "tools/call", {"name": "chatty", "arguments": {}}))
         assert quiet["structuredContent"] == {"result": 0}
-        loud = result_of(c.modern(2, "tools/call", {"name": "chatty", "arguments": {}}, level="error"))
+        loud = result_of(
+            c.modern(2, "tools/call", {"name": "chatty", "arguments": {}}, level="error")
+        )
         assert loud["structuredContent"] == {"result": 4}
     logs = [m for m in c.seen if m.get("method") == "notifications/message"]
     assert [m["params"]["level"] for m in logs] == ["error", "critical", "alert", "emergency"]
@@ -252,7 +331,11 @@ def test_a_cancelled_request_gets_nothing_more_not_even_progress_or_log(with_env
             {
                 "id": 1,
                 "method": "tools/call",
-                "params": {"name": "stubborn", "arguments": {"tag": "a"}, "_meta": envelope(level="debug", progressToken="p1")},
+                "params": {
+                    "name": "stubborn",
+                    "arguments": {"tag": "a"},
+                    "_meta": envelope(level="debug", progressToken="p1"),
+                },
             }
         )
         c.proc.wait_for("stderr", "STARTED stubborn a", LIMIT)
@@ -263,24 +346,56 @@ def test_a_cancelled_request_gets_nothing_more_not_even_progress_or_log(with_env
         finished = c.proc.wait_for("stderr", "FINISHED stubborn a", LIMIT)
         assert "progress=False log=False" in finished
         # one worker: this runs only after the stubborn request's handling has ended
-        assert text(result_of(c.modern(2, "tools/call", {"name": "echo", "arguments": {"text": "after"}}))) == "after"
+        assert (
+            text(
+                result_of(
+                    c.modern(2, "tools/call", {"name": "echo", "arguments": {"text": "after"}})
+                )
+            )
+            == "after"
+        )
     assert c.seen == [c.seen[-1]], c.seen  # the echo's answer is the only line ever written
     # cancels for an unknown id, a finished one, or without requestId are ignored silently
     with connection("--workers", "1") as c:
         c.modern(1, "tools/call", {"name": "echo", "arguments": {"text": "x"}})
-        for params in ({"requestId": 1}, {"requestId": 99}, {"reason": "no id"}, {"requestId": None}):
+        for params in (
+            {"requestId": 1},
+            {"requestId": 99},
+            {"reason": "no id"},
+            {"requestId": None},
+        ):
             c.send({"method": "notifications/cancelled", "params": params})
-        assert text(result_of(c.modern(2, "tools/call", {"name": "echo", "arguments": {"text": "y"}}))) == "y"
+        assert (
+            text(result_of(c.modern(2, "tools/call", {"name": "echo", "arguments": {"text": "y"}})))
+            == "y"
+        )
     assert [m["id"] for m in c.seen] == [1, 2]
 
 
 def test_a_cooperative_handler_stops_and_the_connection_goes_on():
     with connection() as c:
-        c.send({"id": "s", "method": "tools/call", "params": {"name": "slow", "arguments": {"seconds": 30, "tag": "b"}, "_meta": envelope()}})
+        c.send(
+            {
+                "id": "s",
+                "method": "tools/call",
+                "params": {
+                    "name": "slow",
+                    "arguments": {"seconds": 30, "tag": "b"},
+                    "_meta": envelope(),
+                },
+            }
+        )
         c.proc.wait_for("stderr", "STARTED slow b", LIMIT)
         c.send({"method": "notifications/cancelled", "params": {"requestId": "s"}})
         c.proc.wait_for("stderr", "CANCELLED slow b", LIMIT)
-        assert text(result_of(c.modern("e", "tools/call", {"name": "echo", "arguments": {"text": "next"}}))) == "next"
+        assert (
+            text(
+                result_of(
+                    c.modern("e", "tools/call", {"name": "echo", "arguments": {"text": "next"}})
+                )
+            )
+            == "next"
+        )
     assert c.about("s") == []
 
 
@@ -297,7 +412,9 @@ def test_2025_connection_is_served_as_before():
         assert result_of(c.request(2, "logging/setLevel", {"level": "warning"})) == {}
         called = result_of(c.request(3, "tools/call", {"name": "chatty", "arguments": {}}))
         assert called["structuredContent"] == {"result": 5} and "resultType" not in called
-        who = result_of(c.request(4, "tools/call", {"name": "whoami", "arguments": {}}))["structuredContent"]
+        who = result_of(c.request(4, "tools/call", {"name": "whoami", "arguments": {}}))[
+            "structuredContent"
+        ]
         assert who["era"] == "handshake" and who["protocolVersion"] == "2025-11-25"
         assert who["clientCapabilities"] == {"elicitation": {}} and who["logLevel"] == "warning"
         assert result_of(c.request(5, "resources/subscribe", {"uri": "mem://greeting"})) == {}
@@ -307,7 +424,15 @@ def test_2025_connection_is_served_as_before():
         assert asked["method"] == "elicitation/create" and "id" in asked
         c.send({"id": asked["id"], "result": {"action": "accept", "content": {"name": "Ada"}}})
         assert text(result_of(c.answer(6))) == "accept:Ada"
-        refused = c.request(7, "initialize", {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "x", "version": "1"}})
+        refused = c.request(
+            7,
+            "initialize",
+            {
+                "protocolVersion": "2025-11-25",
+                "capabilities": {},
+                "clientInfo": {"name": "x", "version": "1"},
+            },
+        )
         assert error_of(refused)["code"] == -32600
     logs = [m["params"]["level"] for m in c.seen if m.get("method") == "notifications/message"]
     assert logs == ["warning", "error", "critical", "alert", "emergency"]

@@ -11,9 +11,13 @@ import json
 import queue
 import sys
 import threading
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 import pytest
+from support.endpoints import endpoint_pair, raw_server
+from support.paths import PEERS, ROOT
+from support.waiting import WAIT
 
 from mcp_sync import Client, McpError
 from mcp_sync.jsonrpc import (
@@ -27,11 +31,6 @@ from mcp_sync.jsonrpc import (
     encode,
 )
 from mcp_sync.transports.subprocess import SubprocessTransport
-
-from support.endpoints import endpoint_pair, raw_server
-from support.paths import PEERS, ROOT
-from support.waiting import WAIT
-
 
 HOSTILE = PEERS / "hostile_input_server.py"
 
@@ -47,7 +46,9 @@ def nested(depth: int, shape: str) -> str:
     return "".join(opens) + "1" + "".join(reversed(closes))
 
 
-def request_line(request_id: Any, value: str, *, id_first: bool = True, method: str = "test/echo") -> bytes:
+def request_line(
+    request_id: Any, value: str, *, id_first: bool = True, method: str = "test/echo"
+) -> bytes:
     head = f'"jsonrpc":"2.0","method":{json.dumps(method)}'
     body = f'"params":{{"v":{value}}}'
     ident = f'"id":{json.dumps(request_id)}'
@@ -97,15 +98,23 @@ def test_decoder_json_fallback_path_enforces_the_same_limit(depth):
 
 
 def test_decoder_deep_notification_gets_no_reply_and_deep_response_names_its_id():
-    note = decode(b'{"jsonrpc":"2.0","method":"n","params":{"v":' + nested(1000, "array").encode() + b"}}")
+    note = decode(
+        b'{"jsonrpc":"2.0","method":"n","params":{"v":' + nested(1000, "array").encode() + b"}}"
+    )
     assert isinstance(note, InvalidMessage) and note.reply is None and note.response_id is None
     response = decode(b'{"jsonrpc":"2.0","result":' + nested(1000, "object").encode() + b',"id":9}')
-    assert isinstance(response, InvalidMessage) and response.reply is None and response.response_id == 9
+    assert (
+        isinstance(response, InvalidMessage)
+        and response.reply is None
+        and response.response_id == 9
+    )
 
 
 def test_decoder_str_input_is_limited_too():
     message = decode(request_line(5, nested(1000, "array")).decode())
-    assert isinstance(message, InvalidMessage) and message.reply is not None and message.reply.id == 5
+    assert (
+        isinstance(message, InvalidMessage) and message.reply is not None and message.reply.id == 5
+    )
 
 
 def test_encode_of_a_too_deep_value_raises_value_error():
@@ -130,7 +139,9 @@ def test_endpoint_answers_every_deep_request_once_and_keeps_serving():
         sent = 0
         for shape in SHAPES:
             for depth in DEEP:
-                s.peer.send(request_line(f"{shape}-{depth}", nested(depth, shape), id_first=depth % 2 == 0))
+                s.peer.send(
+                    request_line(f"{shape}-{depth}", nested(depth, shape), id_first=depth % 2 == 0)
+                )
                 sent += 1
         s.peer.send(request_line("ok", nested(ECHO_MAX, "mixed")))
         replies = [s.peer.recv() for _ in range(sent + 1)]
@@ -140,7 +151,10 @@ def test_endpoint_answers_every_deep_request_once_and_keeps_serving():
             for depth in DEEP:
                 error = by_id[f"{shape}-{depth}"]["error"]
                 assert error["code"] == INVALID_REQUEST and "nesting too deep" in error["message"]
-        assert by_id["ok"]["result"] == json.loads(request_line("ok", nested(ECHO_MAX, "mixed")))["params"]
+        assert (
+            by_id["ok"]["result"]
+            == json.loads(request_line("ok", nested(ECHO_MAX, "mixed")))["params"]
+        )
         assert s.server.in_flight() == (0, 0)
 
 
@@ -186,7 +200,9 @@ class RawStdioPeer:
                 return
 
     def send(self, data: bytes | dict[str, Any]) -> None:
-        self.transport.write((json.dumps(data).encode() if isinstance(data, dict) else data) + b"\n")
+        self.transport.write(
+            (json.dumps(data).encode() if isinstance(data, dict) else data) + b"\n"
+        )
 
     def recv(self, timeout: float = 20.0) -> dict[str, Any]:
         try:
@@ -203,10 +219,23 @@ class RawStdioPeer:
 
 @pytest.fixture
 def stdio_peer() -> Iterator[RawStdioPeer]:
-    transport = SubprocessTransport([sys.executable, str(HOSTILE)], env={"PYTHONPATH": str(ROOT)}, stderr="discard")
+    transport = SubprocessTransport(
+        [sys.executable, str(HOSTILE)], env={"PYTHONPATH": str(ROOT)}, stderr="discard"
+    )
     peer = RawStdioPeer(transport)
     try:
-        peer.send({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}})
+        peer.send(
+            {
+                "jsonrpc": "2.0",
+                "id": 0,
+                "method": "initialize",
+                "params": {
+                    "protocolVersion": "2025-11-25",
+                    "capabilities": {},
+                    "clientInfo": {"name": "raw", "version": "0"},
+                },
+            }
+        )
         assert "result" in peer.recv()
         peer.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
         yield peer
@@ -217,14 +246,16 @@ def stdio_peer() -> Iterator[RawStdioPeer]:
 def test_stdio_server_answers_deep_requests_of_every_shape(stdio_peer):
     expected: dict[str, str] = {}
     for shape in SHAPES:
-        for depth in (10, ECHO_MAX) + DEEP:
+        for depth in (10, ECHO_MAX, *DEEP):
             request_id = f"{shape}-{depth}"
             expected[request_id] = "result" if depth <= ECHO_MAX else "error"
             stdio_peer.send(request_line(request_id, nested(depth, shape), id_first=depth % 2 == 1))
     # a tool call: arguments sit one level deeper than a custom method's params
     tool_ok = '{"jsonrpc":"2.0","id":"tool-ok","method":"tools/call","params":{"name":"echo_value","arguments":{"value":%s}}}'
     stdio_peer.send((tool_ok % nested(TOOL_MAX, "mixed")).encode())
-    stdio_peer.send((tool_ok.replace("tool-ok", "tool-deep") % nested(TOOL_MAX + 1, "mixed")).encode())
+    stdio_peer.send(
+        (tool_ok.replace("tool-ok", "tool-deep") % nested(TOOL_MAX + 1, "mixed")).encode()
+    )
     expected["tool-ok"], expected["tool-deep"] = "result", "error"
     replies = {}
     for _ in expected:
@@ -247,7 +278,9 @@ def test_typed_client_round_trip_at_the_deepest_tool_argument():
     # validation, the tool result's JSON text and structured content, the client's model
     value = json.loads(nested(TOOL_MAX, "mixed"))
     env = {"PYTHONPATH": str(ROOT)}
-    with Client.stdio([sys.executable, str(HOSTILE)], env=env, stderr="discard", init_timeout=20) as client:
+    with Client.stdio(
+        [sys.executable, str(HOSTILE)], env=env, stderr="discard", init_timeout=20
+    ) as client:
         result = client.call_tool("echo_value", {"value": value}, timeout=20)
         assert not result.is_error, result
         assert result.structured_content == {"value": value}

@@ -6,11 +6,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
 import support.node as node_peers
 
 
-def test_absent_node_modules_skip_outside_ci(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+def test_absent_node_modules_skip_outside_ci(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     monkeypatch.setattr(node_peers, "NODE_MODULES", tmp_path / "node_modules")
     monkeypatch.delenv("CI", raising=False)
     with pytest.raises(pytest.skip.Exception, match="run `cd tests/node && npm ci`"):
@@ -24,7 +25,9 @@ def test_absent_node_modules_fail_in_ci(monkeypatch: pytest.MonkeyPatch, tmp_pat
         node_peers.node_package("@modelcontextprotocol/inspector-cli")
 
 
-def test_a_package_missing_from_present_node_modules_fails(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+def test_a_package_missing_from_present_node_modules_fails(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     (tmp_path / "node_modules").mkdir()
     monkeypatch.setattr(node_peers, "NODE_MODULES", tmp_path / "node_modules")
     monkeypatch.delenv("CI", raising=False)

@@ -7,14 +7,13 @@ import threading
 from typing import Any
 
 import pytest
+from support.endpoints import Blocker, dispatcher
+from support.waiting import WAIT, wait_until
 
 from mcp_sync import Endpoint, McpError, memory_pair
 from mcp_sync.jsonrpc import RequestId
 from mcp_sync.transports import MemoryTransport, Transport
 from mcp_sync.transports.base import FailCall, OutboundMeta, RoutingTransport
-
-from support.endpoints import Blocker, dispatcher
-from support.waiting import WAIT, wait_until
 
 
 class RoutingRecorder:
@@ -162,7 +161,10 @@ def test_a_cancellation_names_the_request_it_cancels() -> None:
             call = endpoint.submit("block", {})
             blocker.wait_started()
             call.cancel("no longer needed")
-            wait_until(lambda: any(m.method == "notifications/cancelled" for m in recorder.metas()), 'any(m.method == "notifications/cancelled" for m in recorder.metas())')
+            wait_until(
+                lambda: any(m.method == "notifications/cancelled" for m in recorder.metas()),
+                'any(m.method == "notifications/cancelled" for m in recorder.metas())',
+            )
         finally:
             blocker.release_all()
             endpoint.close()

@@ -42,7 +42,9 @@ def test_no_cursor_is_the_first_page():
 
 def test_a_cursor_is_url_safe_text():
     for offset in range(0, 5000, 37):
-        assert set(encode_cursor(offset)) <= set("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_=")
+        assert set(encode_cursor(offset)) <= set(
+            "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_="
+        )
 
 
 @pytest.mark.parametrize("offset", [-1, -100])
@@ -62,7 +64,20 @@ def test_a_payload_without_the_offset_is_invalid(payload):
 
 @pytest.mark.parametrize(
     "cursor",
-    ["", "not a cursor", "eyJvIjogMX0", "%%%%", "e30=" * 3, "\u00e9t\u00e9", "\x00", 5, 2.5, ["x"], {"o": 1}, b"eyJvIjogMX0="],
+    [
+        "",
+        "not a cursor",
+        "eyJvIjogMX0",
+        "%%%%",
+        "e30=" * 3,
+        "\u00e9t\u00e9",
+        "\x00",
+        5,
+        2.5,
+        ["x"],
+        {"o": 1},
+        b"eyJvIjogMX0=",
+    ],
 )
 def test_garbage_is_invalid(cursor):
     assert_invalid(cursor)

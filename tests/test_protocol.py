@@ -162,7 +162,9 @@ def test_cancel_twice(proto):
     request = dispatch(proto, 1)
     proto.start(request)
     assert proto.receive(cancel_note(1, "first")) == [CancelInbound(request, "first")]
-    only_dropped(proto.receive(cancel_note(1, "second")), "cancellation of an unknown or finished request")
+    only_dropped(
+        proto.receive(cancel_note(1, "second")), "cancellation of an unknown or finished request"
+    )
     assert request.cancel_reason == "first"
 
 
@@ -357,7 +359,9 @@ def test_cancel_outbound_with_exception_settles_with_it(proto):
     timeout = RequestTimeout("tools/call: timed out after 1 s")
     actions = proto.cancel_outbound(out, "timed out after 1 s", timeout)
     assert actions == [
-        Send(Notification(CANCELLED_METHOD, {"requestId": out.id, "reason": "timed out after 1 s"})),
+        Send(
+            Notification(CANCELLED_METHOD, {"requestId": out.id, "reason": "timed out after 1 s"})
+        ),
         Settle(out, exception=timeout, reason="timed out after 1 s"),
     ]
 
@@ -439,7 +443,9 @@ def test_response_to_unknown_id(proto):
 
 # -- progress ---------------------------------------------------------------------------------
 def test_progress_token_added_and_routed_while_pending(proto):
-    out, actions = proto.send_request("tools/call", {"name": "x", "_meta": {"other": 1}}, with_progress=True)
+    out, actions = proto.send_request(
+        "tools/call", {"name": "x", "_meta": {"other": 1}}, with_progress=True
+    )
     (send,) = actions
     assert send.message.params == {"name": "x", "_meta": {"other": 1, "progressToken": out.id}}
     assert out.progress_token == out.id
@@ -447,7 +453,9 @@ def test_progress_token_added_and_routed_while_pending(proto):
     assert proto.receive(Notification("notifications/progress", params)) == [Progress(out, params)]
     proto.receive(Response(out.id, {}))
     only_dropped(
-        proto.receive(Notification("notifications/progress", {"progressToken": out.id, "progress": 2})),
+        proto.receive(
+            Notification("notifications/progress", {"progressToken": out.id, "progress": 2})
+        ),
         "progress for an unknown or finished request",
     )
 
@@ -462,7 +470,9 @@ def test_progress_not_routed_after_cancel(proto):
     out, _ = proto.send_request("tools/call", None, with_progress=True)
     proto.cancel_outbound(out)
     only_dropped(
-        proto.receive(Notification("notifications/progress", {"progressToken": out.id, "progress": 1})),
+        proto.receive(
+            Notification("notifications/progress", {"progressToken": out.id, "progress": 1})
+        ),
         "progress for an unknown or finished request",
     )
 
@@ -470,7 +480,9 @@ def test_progress_not_routed_after_cancel(proto):
 def test_progress_for_request_without_token_is_dropped(proto):
     out, _ = proto.send_request("tools/call", None)  # no progress asked
     only_dropped(
-        proto.receive(Notification("notifications/progress", {"progressToken": out.id, "progress": 1})),
+        proto.receive(
+            Notification("notifications/progress", {"progressToken": out.id, "progress": 1})
+        ),
         "progress for an unknown or finished request",
     )
 
@@ -478,13 +490,18 @@ def test_progress_for_request_without_token_is_dropped(proto):
 @pytest.mark.parametrize("params", [None, {}, {"progressToken": None}, {"progressToken": True}])
 def test_malformed_progress_is_dropped(proto, params):
     proto.send_request("tools/call", None, with_progress=True)
-    only_dropped(proto.receive(Notification("notifications/progress", params)), "malformed progress notification")
+    only_dropped(
+        proto.receive(Notification("notifications/progress", params)),
+        "malformed progress notification",
+    )
 
 
 def test_progress_token_string_form_is_not_matched(proto):
     out, _ = proto.send_request("tools/call", None, with_progress=True)
     only_dropped(
-        proto.receive(Notification("notifications/progress", {"progressToken": str(out.id), "progress": 1}))
+        proto.receive(
+            Notification("notifications/progress", {"progressToken": str(out.id), "progress": 1})
+        )
     )
 
 
@@ -503,7 +520,9 @@ def test_invalid_message_with_reply_sends_it(proto):
 
 
 def test_invalid_message_without_reply_is_only_dropped(proto):
-    actions = proto.receive(decode(b'{"jsonrpc":"2.0","id":1,"result":{},"error":{"code":1,"message":"m"}}'))
+    actions = proto.receive(
+        decode(b'{"jsonrpc":"2.0","id":1,"result":{},"error":{"code":1,"message":"m"}}')
+    )
     only_dropped(actions)
 
 

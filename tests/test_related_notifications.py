@@ -122,15 +122,28 @@ def test_progress_and_log_after_a_cancel_are_never_written():
         cancelled_seen.set()
         endpoint = holder["endpoint"]
         outcomes["progress"] = endpoint.report_progress(request, 1)
-        outcomes["log"] = endpoint.notify_about(request, "notifications/message", {"level": "info", "data": "late"})
-        endpoint.notify("notifications/message", {"level": "info", "data": "late by id"}, related_request=request.id)
+        outcomes["log"] = endpoint.notify_about(
+            request, "notifications/message", {"level": "info", "data": "late"}
+        )
+        endpoint.notify(
+            "notifications/message",
+            {"level": "info", "data": "late by id"},
+            related_request=request.id,
+        )
         finished.set()
         return {"late": True}
 
     holder: dict = {}
     with raw_server({"slow": stubborn, "echo": lambda request: {"echo": True}}, max_workers=1) as s:
         holder["endpoint"] = s.server
-        s.peer.send({"jsonrpc": "2.0", "id": 1, "method": "slow", "params": {"_meta": {"progressToken": "p"}}})
+        s.peer.send(
+            {
+                "jsonrpc": "2.0",
+                "id": 1,
+                "method": "slow",
+                "params": {"_meta": {"progressToken": "p"}},
+            }
+        )
         assert started.wait(WAIT)
         s.peer.send({"jsonrpc": "2.0", "method": CANCELLED_METHOD, "params": {"requestId": 1}})
         assert finished.wait(WAIT)
@@ -150,14 +163,23 @@ def test_a_running_request_gets_its_notifications_in_order():
     def chatty(request: InboundRequest) -> dict:
         endpoint = holder["endpoint"]
         assert endpoint.report_progress(request, 1)
-        assert endpoint.notify_about(request, "notifications/message", {"level": "info", "data": "hi"})
+        assert endpoint.notify_about(
+            request, "notifications/message", {"level": "info", "data": "hi"}
+        )
         release.wait(WAIT)
         return {"done": True}
 
     holder: dict = {}
     with raw_server({"chatty": chatty}) as s:
         holder["endpoint"] = s.server
-        s.peer.send({"jsonrpc": "2.0", "id": 1, "method": "chatty", "params": {"_meta": {"progressToken": 5}}})
+        s.peer.send(
+            {
+                "jsonrpc": "2.0",
+                "id": 1,
+                "method": "chatty",
+                "params": {"_meta": {"progressToken": 5}},
+            }
+        )
         first, second = s.peer.recv(), s.peer.recv()
         release.set()
         third = s.peer.recv()

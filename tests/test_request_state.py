@@ -11,8 +11,9 @@ import threading
 from typing import Any
 
 import pytest
+from support.paths import PYTHON, ROOT
+from support.processes import user_env
 
-from mcp_sync.jsonrpc import INVALID_PARAMS
 from mcp_sync.errors import (
     PayloadTooLarge,
     RequestStateError,
@@ -24,6 +25,7 @@ from mcp_sync.errors import (
     StateTampered,
     StateTooLarge,
 )
+from mcp_sync.jsonrpc import INVALID_PARAMS
 from mcp_sync.request_state import (
     DEFAULT_ENV_VAR,
     DEFAULT_TTL,
@@ -35,10 +37,6 @@ from mcp_sync.request_state import (
     generate_key,
     params_digest,
 )
-
-from support.paths import PYTHON, ROOT
-from support.processes import user_env
-
 
 SECRET_A = b"a" * MIN_KEY_BYTES
 SECRET_B = b"b" * MIN_KEY_BYTES
@@ -105,12 +103,16 @@ def test_open_verified_reports_the_bindings() -> None:
     assert opened.key_id == "k1"
     assert opened.issued_at == pytest.approx(clock.now)
     assert opened.expires_at == pytest.approx(clock.now + 30)
-    second = s.open_verified(s.seal(None, method=METHOD, params=PARAMS), method=METHOD, params=PARAMS)
+    second = s.open_verified(
+        s.seal(None, method=METHOD, params=PARAMS), method=METHOD, params=PARAMS
+    )
     assert opened.nonce != second.nonce, "every seal has its own nonce"
 
 
 def test_the_payload_is_readable_but_the_principal_is_not() -> None:
-    state = sealer().seal({"step": "secret-free"}, method=METHOD, params=PARAMS, principal="alice@example.com")
+    state = sealer().seal(
+        {"step": "secret-free"}, method=METHOD, params=PARAMS, principal="alice@example.com"
+    )
     body = json.loads(base64.urlsafe_b64decode(parts(state)[2] + "=" * (-len(parts(state)[2]) % 4)))
     assert body["p"] == {"step": "secret-free"}
     assert "alice" not in json.dumps(body)
@@ -159,7 +161,11 @@ def test_a_foreign_key_ring_cannot_open_a_state() -> None:
 def seal_by_hand(secret: bytes, body: bytes, key_id: str = "k1") -> str:
     """A state in the documented format, signed with ``secret``, around any body."""
     signed = f"v1.{key_id}.{base64.urlsafe_b64encode(body).rstrip(b'=').decode()}"
-    signature = base64.urlsafe_b64encode(hmac.new(secret, signed.encode(), hashlib.sha256).digest()).rstrip(b"=").decode()
+    signature = (
+        base64.urlsafe_b64encode(hmac.new(secret, signed.encode(), hashlib.sha256).digest())
+        .rstrip(b"=")
+        .decode()
+    )
     return f"{signed}.{signature}"
 
 
@@ -169,7 +175,12 @@ def test_a_state_forged_with_another_secret_is_rejected_and_never_parsed() -> No
 
 
 def test_an_authentic_but_incomplete_body_is_malformed() -> None:
-    for body in (b"not json", b"[1,2]", b'{"p":1}', b'{"m":"tools/call","d":"x","iat":true,"exp":1,"n":"n","p":1}'):
+    for body in (
+        b"not json",
+        b"[1,2]",
+        b'{"p":1}',
+        b'{"m":"tools/call","d":"x","iat":true,"exp":1,"n":"n","p":1}',
+    ):
         with pytest.raises(StateMalformed):
             sealer().open(seal_by_hand(SECRET_A, body), method=METHOD, params=PARAMS)
 
@@ -225,9 +236,17 @@ def test_other_params_are_a_mismatch(changed: dict[str, Any]) -> None:
 
 
 def test_the_params_digest_is_canonical() -> None:
-    reordered = {"arguments": {"nights": 2.0, "city": "Oslo"}, "name": "book", "_meta": {"progressToken": 7}}
+    reordered = {
+        "arguments": {"nights": 2.0, "city": "Oslo"},
+        "name": "book",
+        "_meta": {"progressToken": 7},
+    }
     assert params_digest(reordered) == params_digest(PARAMS)
-    assert params_digest(None) == params_digest({}) == params_digest({"_meta": {}, "inputResponses": {}, "requestState": "x"})
+    assert (
+        params_digest(None)
+        == params_digest({})
+        == params_digest({"_meta": {}, "inputResponses": {}, "requestState": "x"})
+    )
     assert params_digest({"a": 1.5}) != params_digest({"a": 1})
     assert params_digest([1, 2]) != params_digest([2, 1]) != params_digest({})  # type: ignore[arg-type]
     # only the top level is excluded: a tool argument called _meta still counts
@@ -266,9 +285,25 @@ def test_sealing_an_oversize_payload_is_a_local_error() -> None:
 
 @pytest.mark.parametrize(
     "garbage",
-    [None, 42, b"v1.k1.e30.AAAA", ["v1"], "", "v1", "v1.k1", "v1.k1.e30", "v1.k1.e30.short", "v2.k1.e30." + "A" * 43,
-     "v1.k1.e30." + "A" * 44, "v1.k1.e30=." + "A" * 43, "v1..e30." + "A" * 43, "v1.k1.e30.x." + "A" * 43,
-     "v1.k1.é30." + "A" * 43, " v1.k1.e30." + "A" * 43, "v1.k1.e30." + "A" * 43 + "\n"],
+    [
+        None,
+        42,
+        b"v1.k1.e30.AAAA",
+        ["v1"],
+        "",
+        "v1",
+        "v1.k1",
+        "v1.k1.e30",
+        "v1.k1.e30.short",
+        "v2.k1.e30." + "A" * 43,
+        "v1.k1.e30." + "A" * 44,
+        "v1.k1.e30=." + "A" * 43,
+        "v1..e30." + "A" * 43,
+        "v1.k1.e30.x." + "A" * 43,
+        "v1.k1.é30." + "A" * 43,
+        " v1.k1.e30." + "A" * 43,
+        "v1.k1.e30." + "A" * 43 + "\n",
+    ],
 )
 def test_garbage_is_malformed(garbage: object) -> None:
     with pytest.raises(StateMalformed):
@@ -282,8 +317,12 @@ def test_every_failure_is_one_invalid_params_error_with_a_reason() -> None:
     failures: dict[str, Any] = {
         "malformed": lambda: s.open("nonsense", method=METHOD, params=PARAMS),
         "too_large": lambda: s.open("x" * 70_000, method=METHOD, params=PARAMS),
-        "bad_signature": lambda: s.open(replace_char(state, len(state) - 1), method=METHOD, params=PARAMS),
-        "unknown_key": lambda: s.open(state.replace(".k1.", ".k9.", 1), method=METHOD, params=PARAMS),
+        "bad_signature": lambda: s.open(
+            replace_char(state, len(state) - 1), method=METHOD, params=PARAMS
+        ),
+        "unknown_key": lambda: s.open(
+            state.replace(".k1.", ".k9.", 1), method=METHOD, params=PARAMS
+        ),
         "method_mismatch": lambda: s.open(state, method="resources/read", params=PARAMS),
         "params_mismatch": lambda: s.open(state, method=METHOD, params={}),
     }
@@ -330,8 +369,15 @@ def test_key_ring_from_string_and_env() -> None:
 
 @pytest.mark.parametrize(
     "text",
-    ["", "k1", f"k1:{'A' * 10}", f"k1:{generate_key()},k1:{generate_key()}", f"bad.id:{generate_key()}",
-     f"k1:{generate_key()}!", f"{'x' * 65}:{generate_key()}"],
+    [
+        "",
+        "k1",
+        f"k1:{'A' * 10}",
+        f"k1:{generate_key()},k1:{generate_key()}",
+        f"bad.id:{generate_key()}",
+        f"k1:{generate_key()}!",
+        f"{'x' * 65}:{generate_key()}",
+    ],
 )
 def test_bad_key_ring_configuration_is_refused(text: str) -> None:
     with pytest.raises(ValueError):
@@ -378,13 +424,21 @@ else:
 """
 
 
-def run_child(mode: str, request: dict[str, Any], *, keys: str | None, ring_kind: str = "env") -> str:
+def run_child(
+    mode: str, request: dict[str, Any], *, keys: str | None, ring_kind: str = "env"
+) -> str:
     env = user_env()
     env.pop(DEFAULT_ENV_VAR, None)
     if keys is not None:
         env[DEFAULT_ENV_VAR] = keys
     done = subprocess.run(
-        [PYTHON, "-c", CHILD, mode, ring_kind], input=json.dumps(request), capture_output=True, text=True, env=env, cwd=ROOT, timeout=60
+        [PYTHON, "-c", CHILD, mode, ring_kind],
+        input=json.dumps(request),
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=ROOT,
+        timeout=60,
     )
     assert done.returncode == 0, done.stderr
     return done.stdout.strip()
@@ -396,7 +450,9 @@ def shared_keys() -> str:
 
 
 def test_a_state_sealed_in_another_process_opens_here(shared_keys: str) -> None:
-    state = run_child("seal", {"payload": PAYLOAD, "method": METHOD, "params": PARAMS}, keys=shared_keys)
+    state = run_child(
+        "seal", {"payload": PAYLOAD, "method": METHOD, "params": PARAMS}, keys=shared_keys
+    )
     here = StateSealer(KeyRing.from_env(environ={DEFAULT_ENV_VAR: shared_keys}))
     assert here.open(state, method=METHOD, params=retry_params(state)) == PAYLOAD
     with pytest.raises(StateMismatch):
@@ -406,32 +462,57 @@ def test_a_state_sealed_in_another_process_opens_here(shared_keys: str) -> None:
 def test_a_state_sealed_here_opens_in_another_process(shared_keys: str) -> None:
     here = StateSealer(KeyRing.from_env(environ={DEFAULT_ENV_VAR: shared_keys}))
     state = here.seal(PAYLOAD, method=METHOD, params=PARAMS)
-    answer = json.loads(run_child("open", {"state": state, "method": METHOD, "params": retry_params(state)}, keys=shared_keys))
+    answer = json.loads(
+        run_child(
+            "open",
+            {"state": state, "method": METHOD, "params": retry_params(state)},
+            keys=shared_keys,
+        )
+    )
     assert answer == {"payload": PAYLOAD}
-    tampered = json.loads(run_child("open", {"state": replace_char(state, 20), "method": METHOD, "params": PARAMS}, keys=shared_keys))
+    tampered = json.loads(
+        run_child(
+            "open",
+            {"state": replace_char(state, 20), "method": METHOD, "params": PARAMS},
+            keys=shared_keys,
+        )
+    )
     assert tampered["error"]["code"] == INVALID_PARAMS
     assert tampered["error"]["data"] == {"reason": "bad_signature"}
 
 
 def test_a_process_holding_only_the_previous_key_and_one_rotated_past_it_agree() -> None:
     old, new = generate_key(), generate_key()
-    state = run_child("seal", {"payload": PAYLOAD, "method": METHOD, "params": PARAMS}, keys=f"old:{old}")
+    state = run_child(
+        "seal", {"payload": PAYLOAD, "method": METHOD, "params": PARAMS}, keys=f"old:{old}"
+    )
     rotated = StateSealer(KeyRing.from_string(f"new:{new},old:{old}"))
     assert rotated.open(state, method=METHOD, params=PARAMS) == PAYLOAD
     fresh = rotated.seal(PAYLOAD, method=METHOD, params=PARAMS)
-    stale = json.loads(run_child("open", {"state": fresh, "method": METHOD, "params": PARAMS}, keys=f"old:{old}"))
+    stale = json.loads(
+        run_child("open", {"state": fresh, "method": METHOD, "params": PARAMS}, keys=f"old:{old}")
+    )
     assert stale["error"]["data"] == {"reason": "unknown_key"}
 
 
 def test_ephemeral_rings_fail_across_processes() -> None:
     state = StateSealer(KeyRing.ephemeral()).seal(PAYLOAD, method=METHOD, params=PARAMS)
-    answer = json.loads(run_child("open", {"state": state, "method": METHOD, "params": PARAMS}, keys=None, ring_kind="ephemeral"))
+    answer = json.loads(
+        run_child(
+            "open",
+            {"state": state, "method": METHOD, "params": PARAMS},
+            keys=None,
+            ring_kind="ephemeral",
+        )
+    )
     assert answer["error"]["data"] == {"reason": "unknown_key"}
 
 
 # --------------------------------------------------------------------------- optional encryption
 
-needs_cryptography = pytest.mark.skipif(not encryption_available(), reason="cryptography is not installed")
+needs_cryptography = pytest.mark.skipif(
+    not encryption_available(), reason="cryptography is not installed"
+)
 
 
 def b64decode(text: str) -> bytes:
@@ -467,7 +548,12 @@ def test_every_changed_character_of_an_encrypted_state_is_refused(padding: str) 
         s.open(state.replace("e1.k1.", "e1.k9.", 1), method=METHOD, params=PARAMS)
     with pytest.raises(StateTampered):
         sealer(ring(k1=SECRET_B)).open(state, method=METHOD, params=PARAMS)
-    for garbage in ("e1.k1.short", "e1.k1." + "A" * 41, "e1.k1." + "A" * 45, "e1.k1." + "A" * 40 + "="):
+    for garbage in (
+        "e1.k1.short",
+        "e1.k1." + "A" * 41,
+        "e1.k1." + "A" * 45,
+        "e1.k1." + "A" * 40 + "=",
+    ):
         with pytest.raises(StateMalformed):
             s.open(garbage, method=METHOD, params=PARAMS)
 
@@ -488,8 +574,12 @@ def test_an_encrypted_state_is_bound_like_a_signed_one() -> None:
 
 @needs_cryptography
 def test_an_encrypted_state_opens_in_another_process(shared_keys: str) -> None:
-    state = StateSealer(KeyRing.from_string(shared_keys), encrypt=True).seal(PAYLOAD, method=METHOD, params=PARAMS)
-    answer = json.loads(run_child("open", {"state": state, "method": METHOD, "params": PARAMS}, keys=shared_keys))
+    state = StateSealer(KeyRing.from_string(shared_keys), encrypt=True).seal(
+        PAYLOAD, method=METHOD, params=PARAMS
+    )
+    answer = json.loads(
+        run_child("open", {"state": state, "method": METHOD, "params": PARAMS}, keys=shared_keys)
+    )
     assert answer == {"payload": PAYLOAD}
 
 
@@ -514,10 +604,22 @@ except StateMalformed as exc:
 
 
 @needs_cryptography
-def test_without_cryptography_encryption_is_refused_and_encrypted_states_are_malformed(shared_keys: str) -> None:
-    state = StateSealer(KeyRing.from_string(shared_keys), encrypt=True).seal(None, method=METHOD, params={})
+def test_without_cryptography_encryption_is_refused_and_encrypted_states_are_malformed(
+    shared_keys: str,
+) -> None:
+    state = StateSealer(KeyRing.from_string(shared_keys), encrypt=True).seal(
+        None, method=METHOD, params={}
+    )
     env = {**user_env(), DEFAULT_ENV_VAR: shared_keys}
-    done = subprocess.run([PYTHON, "-c", WITHOUT_CRYPTOGRAPHY], input=state, capture_output=True, text=True, env=env, cwd=ROOT, timeout=60)
+    done = subprocess.run(
+        [PYTHON, "-c", WITHOUT_CRYPTOGRAPHY],
+        input=state,
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=ROOT,
+        timeout=60,
+    )
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["data"] == {"reason": "malformed"}
 
@@ -534,8 +636,13 @@ def test_with_a_replay_guard_a_state_opens_once() -> None:
     with pytest.raises(StateReplayed) as caught:
         s.open(state, method=METHOD, params=PARAMS)
     assert caught.value.to_error_object()["data"] == {"reason": "replayed"}
-    assert s.open(s.seal(PAYLOAD, method=METHOD, params=PARAMS), method=METHOD, params=PARAMS) == PAYLOAD
-    assert sealer().open(state, method=METHOD, params=PARAMS) == PAYLOAD, "the guard belongs to one sealer"
+    assert (
+        s.open(s.seal(PAYLOAD, method=METHOD, params=PARAMS), method=METHOD, params=PARAMS)
+        == PAYLOAD
+    )
+    assert sealer().open(state, method=METHOD, params=PARAMS) == PAYLOAD, (
+        "the guard belongs to one sealer"
+    )
 
 
 def test_concurrent_opens_of_one_state_let_exactly_one_through() -> None:
@@ -570,7 +677,11 @@ def test_the_memory_guard_forgets_expired_nonces_and_stays_bounded() -> None:
     assert guard.claim("a", clock.now + 10) and guard.claim("b", clock.now + 20)
     assert not guard.claim("a", clock.now + 10)
     assert guard.claim("c", clock.now + 30)  # full: "a", expiring soonest, is forgotten
-    assert len(guard) == 2 and not guard.claim("b", clock.now + 20) and not guard.claim("c", clock.now + 30)
+    assert (
+        len(guard) == 2
+        and not guard.claim("b", clock.now + 20)
+        and not guard.claim("c", clock.now + 30)
+    )
     clock.now += 25
     assert guard.claim("d", clock.now + 10)  # "b" expired and is forgotten
     assert len(guard) == 2

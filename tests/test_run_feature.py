@@ -7,7 +7,8 @@ scope (bound to the handler's token). Other methods do not go through it.
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import pytest
 from support.sessions import pair
@@ -66,8 +67,8 @@ def test_the_three_input_methods_run_through_run_feature_with_the_requests_scope
         assert p.client.get_prompt("greet").messages[0].content.text == "hi"
         assert p.client.read_resource("mem://one").contents[0].text == "1"
     assert [method for method, _ in calls] == ["tools/call", "prompts/get", "resources/read"]
-    assert dispatch.INPUT_METHODS == {"tools/call", "prompts/get", "resources/read"}
-    for (_, scope), handler_scope in zip(calls, seen):
+    assert {"tools/call", "prompts/get", "resources/read"} == dispatch.INPUT_METHODS
+    for (_, scope), handler_scope in zip(calls, seen, strict=True):
         # ctx.session is the same request's scope, tied to the handler's token
         assert isinstance(handler_scope, RequestScope)
         assert handler_scope.request is scope.request

@@ -14,13 +14,10 @@ import time
 from pathlib import Path
 
 import pytest
-
-from mcp_sync import Client, ConnectionClosed, Context, Server, memory_pair
-from mcp_sync import deadlines
-
 from support.paths import PEERS, ROOT
 from support.waiting import WAIT, wait_event, wait_until
 
+from mcp_sync import Client, ConnectionClosed, Context, Server, deadlines, memory_pair
 
 DEMO = PEERS / "demo_server.py"
 
@@ -30,7 +27,9 @@ pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
 def spawn(markers: Path, **options) -> Client:
     env = {"PYTHONPATH": str(ROOT), "MCP_SYNC_TEST_MARKERS": str(markers)}
     options.setdefault("init_timeout", 20.0)
-    options.setdefault("protocol", "legacy")  # these tests read the 2025-11-25 session (ping, handshake)
+    options.setdefault(
+        "protocol", "legacy"
+    )  # these tests read the 2025-11-25 session (ping, handshake)
     return Client.stdio([sys.executable, str(DEMO)], env=env, stderr="capture", **options)
 
 
@@ -65,7 +64,10 @@ def test_stdio_round_trip_and_clean_exit_on_stdin_eof(markers):
         assert (client.server_info.name, client.server_info.version) == ("demo-stdio", "1.2.3")
         assert client.protocol_version == "2025-11-25"
         assert [t.name for t in client.list_tools(timeout=WAIT)] == ["echo", "pid", "slow"]
-        assert client.call_tool("echo", {"text": "héllo\nworld"}, timeout=WAIT).content[0].text == "héllo\nworld"
+        assert (
+            client.call_tool("echo", {"text": "héllo\nworld"}, timeout=WAIT).content[0].text
+            == "héllo\nworld"
+        )
         assert client.call_tool("pid", timeout=WAIT).structured_content == {"result": process.pid}
         client.ping(timeout=WAIT)
     finally:
@@ -228,12 +230,21 @@ def test_run_rejects_an_unknown_transport_name():
 def test_output_of_handlers_on_stdout_goes_to_stderr_and_never_corrupts_the_protocol():
     env = {"PYTHONPATH": str(ROOT)}
     with Client.stdio(
-        [sys.executable, str(PEERS / "chatty_server.py")], env=env, stderr="capture", init_timeout=20.0, protocol="legacy"
+        [sys.executable, str(PEERS / "chatty_server.py")],
+        env=env,
+        stderr="capture",
+        init_timeout=20.0,
+        protocol="legacy",
     ) as client:
         for text in ("first", "second"):
             assert client.call_tool("chatty", {"text": text}, timeout=WAIT).content[0].text == text
         client.ping(timeout=WAIT)
         assert client.endpoint.dropped == {}, "something that was not a message reached the client"
     stderr = "\n".join(client.transport.stderr_lines)
-    for expected in ("a print() in a handler", "no newline at the end", "raw write to descriptor 1", "a child process inherits stdout"):
+    for expected in (
+        "a print() in a handler",
+        "no newline at the end",
+        "raw write to descriptor 1",
+        "a child process inherits stdout",
+    ):
         assert expected in stderr, stderr

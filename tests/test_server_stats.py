@@ -7,11 +7,10 @@ import threading
 from typing import Any
 
 import pytest
-
-from mcp_sync import Context, Server, ServerStats
-
 from support.sessions import connected
 from support.waiting import WAIT, wait_until
+
+from mcp_sync import Context, Server, ServerStats
 
 
 def test_stats_sum_over_sessions_and_their_pools():
@@ -41,7 +40,10 @@ def test_stats_sum_over_sessions_and_their_pools():
         return []
 
     assert server.stats() == ServerStats(0, 0, 0, 0, 0, 0)
-    with connected(server, server_workers=1) as first, connected(server, server_workers=2, roots=roots) as second:
+    with (
+        connected(server, server_workers=1) as first,
+        connected(server, server_workers=2, roots=roots) as second,
+    ):
         held = first.client.call_tool_future("hold", {"tag": "a"})
         queued = first.client.call_tool_future("hold", {"tag": "queued"})  # its one worker is busy
         running_b = second.client.call_tool_future("hold", {"tag": "b"})
@@ -61,6 +63,9 @@ def test_stats_sum_over_sessions_and_their_pools():
         assert held.result(WAIT).content[0].text == "a"
         assert queued.result(WAIT).content[0].text == "queued"
         assert roots_call.result(WAIT).structured_content["result"] == 0
-        wait_until(lambda: server.stats().inbound_in_flight == 0 and server.stats().handlers_running == 0, "the server to finish every request")
+        wait_until(
+            lambda: server.stats().inbound_in_flight == 0 and server.stats().handlers_running == 0,
+            "the server to finish every request",
+        )
         assert server.stats().outbound_in_flight == 0
     assert server.stats().sessions == 0

@@ -7,19 +7,18 @@ the Context handed to handlers: cancellation, progress, logging, request id.
 from __future__ import annotations
 
 import threading
-from typing import Annotated, Any, Optional
+from typing import Annotated, Any
 
 import mcp_types
 import pytest
 from pydantic import BaseModel, Field
-
-from mcp_sync import CancelToken, Cancelled, Context, McpError, Server
-from mcp_sync.server.pagination import decode_cursor, encode_cursor
-
 from support.messages import responses_to, with_method
 from support.probes import HandlerProbe
 from support.sessions import connected
 from support.waiting import WAIT, wait_event
+
+from mcp_sync import Cancelled, CancelToken, Context, McpError, Server
+from mcp_sync.server.pagination import decode_cursor, encode_cursor
 
 
 def tool_by_name(client, name: str) -> mcp_types.Tool:
@@ -36,7 +35,7 @@ def test_input_schema_from_type_hints_docstring_and_annotated():
         query: str,
         limit: Annotated[int, "How many results at most"] = 10,
         exact: bool = False,
-        tags: Optional[list[str]] = None,
+        tags: list[str] | None = None,
         ctx: Context = None,  # type: ignore[assignment]
     ) -> str:
         """Search the catalogue.
@@ -53,10 +52,16 @@ def test_input_schema_from_type_hints_docstring_and_annotated():
     with connected(server) as conn:
         tool = tool_by_name(conn.client, "search")
         assert tool.description == "Search the catalogue."
-        schema = tool.input_schema.model_dump(by_alias=True, exclude_none=True) if hasattr(tool.input_schema, "model_dump") else dict(tool.input_schema)
+        schema = (
+            tool.input_schema.model_dump(by_alias=True, exclude_none=True)
+            if hasattr(tool.input_schema, "model_dump")
+            else dict(tool.input_schema)
+        )
         assert schema["type"] == "object"
         props = schema["properties"]
-        assert set(props) == {"query", "limit", "exact", "tags"}, "the Context parameter must not be an argument"
+        assert set(props) == {"query", "limit", "exact", "tags"}, (
+            "the Context parameter must not be an argument"
+        )
         assert props["query"]["type"] == "string"
         assert props["query"]["description"] == "What to look for, over two lines."
         assert props["limit"]["type"] == "integer"
@@ -71,8 +76,15 @@ def test_input_schema_from_type_hints_docstring_and_annotated():
 def test_pydantic_field_description_and_sphinx_docstring():
     server = Server("schemas")
 
-    @server.tool(name="renamed", description="Explicit description", title="Nice title", annotations={"readOnlyHint": True})
-    def original(count: Annotated[int, Field(description="from Field", ge=0)], label: str = "x") -> str:
+    @server.tool(
+        name="renamed",
+        description="Explicit description",
+        title="Nice title",
+        annotations={"readOnlyHint": True},
+    )
+    def original(
+        count: Annotated[int, Field(description="from Field", ge=0)], label: str = "x"
+    ) -> str:
         """Ignored summary.
 
         :param label: from sphinx
@@ -164,7 +176,10 @@ def results_server() -> Server:
 
     @server.tool()
     def blocks() -> list[mcp_types.TextContent]:
-        return [mcp_types.TextContent(type="text", text="one"), mcp_types.TextContent(type="text", text="two")]
+        return [
+            mcp_types.TextContent(type="text", text="one"),
+            mcp_types.TextContent(type="text", text="two"),
+        ]
 
     @server.tool(structured_output=False)
     def unstructured() -> int:
@@ -217,7 +232,9 @@ def test_int_result_is_wrapped_as_result():
             "properties": {"result": {"type": "integer"}},
             "required": ["result"],
         }
-        assert conn.client.call_tool("listing", timeout=WAIT).structured_content == {"result": ["a", "b"]}
+        assert conn.client.call_tool("listing", timeout=WAIT).structured_content == {
+            "result": ["a", "b"]
+        }
         assert tools["listing"]["outputSchema"]["properties"]["result"]["type"] == "array"
         # structured_output=False: no schema, no structured content
         assert "outputSchema" not in tools["unstructured"]
@@ -297,7 +314,10 @@ def test_every_invalid_argument_is_named_in_one_tool_error():
         assert result.is_error is True
         text = result.content[0].text
         assert "room: Input should be a valid integer" in text and "(got 'twelve')" in text
-        assert "nights: Input should be a valid integer, got a number with a fractional part (got 1.5)" in text
+        assert (
+            "nights: Input should be a valid integer, got a number with a fractional part (got 1.5)"
+            in text
+        )
         assert "guest: required argument missing" in text
 
 
@@ -313,7 +333,9 @@ def test_a_malformed_call_tool_request_stays_invalid_params():
             conn.client.request("tools/call", {"name": 7, "arguments": {}}, timeout=WAIT)
         assert info.value.code == -32602
         # the connection stays up
-        assert conn.client.call_tool("count", {"n": 2}, timeout=WAIT).structured_content == {"result": 4}
+        assert conn.client.call_tool("count", {"n": 2}, timeout=WAIT).structured_content == {
+            "result": 4
+        }
 
 
 # -- pagination ----------------------------------------------------------------------------------
@@ -343,7 +365,9 @@ def test_list_tools_page_returns_one_page_and_a_cursor():
         assert third.next_cursor is None
 
 
-@pytest.mark.parametrize("cursor", ["not a cursor", encode_cursor(0)[:-3] + "###", "eyJvIjogLTF9", "bnVsbA=="])
+@pytest.mark.parametrize(
+    "cursor", ["not a cursor", encode_cursor(0)[:-3] + "###", "eyJvIjogLTF9", "bnVsbA=="]
+)
 def test_bad_cursor_is_invalid_params(cursor):
     with connected(five_tools()) as conn:
         with pytest.raises(McpError) as info:
@@ -402,9 +426,14 @@ def test_list_changed_goes_to_every_connected_client():
     events = [threading.Event(), threading.Event()]
 
     def watcher(event):
-        return lambda method, params: event.set() if method == "notifications/tools/list_changed" else None
+        return lambda method, params: (
+            event.set() if method == "notifications/tools/list_changed" else None
+        )
 
-    with connected(server, on_notification=watcher(events[0])), connected(server, on_notification=watcher(events[1])):
+    with (
+        connected(server, on_notification=watcher(events[0])),
+        connected(server, on_notification=watcher(events[1])),
+    ):
         assert len(server.sessions()) == 2
         server.add_tool(lambda: "x", name="late")
         wait_event(events[0], "list_changed at client 1")
@@ -460,7 +489,9 @@ def test_context_sees_the_clients_cancellation():
         with pytest.raises(Cancelled):
             pending.result(WAIT)
         conn.barrier()
-        assert not responses_to(conn.wire.sent, pending.request_id), "a cancelled request was answered"
+        assert not responses_to(conn.wire.sent, pending.request_id), (
+            "a cancelled request was answered"
+        )
     # closing the connection did not run the callback again
     assert len(callback_calls) == 1
     assert "reader" not in callback_calls[0], "on_cancel must not run on the reader thread"
@@ -506,7 +537,9 @@ def test_a_handler_that_raises_after_its_cancellation_gets_no_response(error):
         assert pending.cancel("stop") is True
         wait_event(finished, "the handler to raise")
         conn.barrier()
-        assert not responses_to(conn.wire.sent, pending.request_id), "a cancelled request was answered"
+        assert not responses_to(conn.wire.sent, pending.request_id), (
+            "a cancelled request was answered"
+        )
         assert conn.client.endpoint.dropped == {}
 
 
@@ -530,7 +563,11 @@ def test_context_request_id_and_method():
 
     @server.tool()
     def who(ctx: Context) -> str:
-        seen["id"], seen["method"], seen["progress_token"] = ctx.request_id, ctx.method, ctx.progress_token
+        seen["id"], seen["method"], seen["progress_token"] = (
+            ctx.request_id,
+            ctx.method,
+            ctx.progress_token,
+        )
         return "ok"
 
     with connected(server) as conn:

@@ -27,7 +27,7 @@ def test_every_line_ending_ends_a_line(end):
 
 
 def test_an_event_split_at_any_byte_parses_the_same():
-    stream = b"event: note\r\nid: s:7\r\ndata: {\"a\":\r\ndata:  1}\r\n\r\n: keep-alive\r\n\r\ndata: last\n\n"
+    stream = b'event: note\r\nid: s:7\r\ndata: {"a":\r\ndata:  1}\r\n\r\n: keep-alive\r\n\r\ndata: last\n\n'
     expected = [("s:7", "note", '{"a":\n 1}'), ("s:7", "message", "last")]
     for chunks in every_split(stream):
         assert feed_all(SseParser(), chunks) == expected, chunks
@@ -59,12 +59,16 @@ def test_bytes_without_a_line_end_are_kept_until_it_comes():
 def test_comments_are_ignored_and_never_dispatch():
     parser = SseParser()
     assert parser.feed_bytes(b": just a comment\n\n:another\n\n") == []
-    assert parser.feed_bytes(b"data: x\n: inside an event\ndata: y\n\n") == [(None, "message", "x\ny")]
+    assert parser.feed_bytes(b"data: x\n: inside an event\ndata: y\n\n") == [
+        (None, "message", "x\ny")
+    ]
 
 
 def test_multi_line_data_is_joined_with_line_feeds():
     parser = SseParser()
-    assert parser.feed_bytes(b"data: one\ndata: two\ndata:\ndata: four\n\n") == [(None, "message", "one\ntwo\n\nfour")]
+    assert parser.feed_bytes(b"data: one\ndata: two\ndata:\ndata: four\n\n") == [
+        (None, "message", "one\ntwo\n\nfour")
+    ]
 
 
 def test_only_one_space_after_the_colon_is_removed():
@@ -97,13 +101,18 @@ def test_the_event_type_applies_to_one_event_only():
 
 def test_unknown_fields_are_ignored():
     parser = SseParser()
-    assert parser.feed_bytes(b"foo: bar\ndata: x\nDATA: not data\nData: nor this\n\n") == [(None, "message", "x")]
+    assert parser.feed_bytes(b"foo: bar\ndata: x\nDATA: not data\nData: nor this\n\n") == [
+        (None, "message", "x")
+    ]
 
 
 # -- ids -------------------------------------------------------------------------------------------
 def test_the_last_event_id_carries_over_to_later_events():
     parser = SseParser()
-    assert parser.feed_bytes(b"id: s:1\ndata: a\n\ndata: b\n\n") == [("s:1", "message", "a"), ("s:1", "message", "b")]
+    assert parser.feed_bytes(b"id: s:1\ndata: a\n\ndata: b\n\n") == [
+        ("s:1", "message", "a"),
+        ("s:1", "message", "b"),
+    ]
     assert parser.last_event_id == "s:1"
 
 
@@ -133,7 +142,14 @@ def test_retry_takes_ascii_digits_only():
     parser = SseParser()
     parser.feed_bytes(b"retry: 1500\n\n")
     assert parser.retry_ms == 1500
-    for bad in (b"retry: 12a\n", b"retry: -1\n", b"retry: 1.5\n", b"retry:\n", b"retry: \n", b"retry:  5\n"):
+    for bad in (
+        b"retry: 12a\n",
+        b"retry: -1\n",
+        b"retry: 1.5\n",
+        b"retry:\n",
+        b"retry: \n",
+        b"retry:  5\n",
+    ):
         assert parser.feed_bytes(bad) == []
         assert parser.retry_ms == 1500, bad
     parser.feed_bytes(b"retry:0\n")
@@ -159,17 +175,23 @@ def test_an_oversize_event_whose_id_came_first_is_reported_with_its_id():
     out = parser.feed_bytes(b"id: big\ndata: " + b"x" * 100)
     assert len(out) == 1 and isinstance(out[0], Oversize) and out[0].id_known
     assert parser.last_event_id == "big"
-    assert parser.feed_bytes(b"x" * 1000 + b"\n\nid: next\ndata: fine\n\n") == [("next", "message", "fine")]
+    assert parser.feed_bytes(b"x" * 1000 + b"\n\nid: next\ndata: fine\n\n") == [
+        ("next", "message", "fine")
+    ]
 
 
 def test_the_lines_after_an_oversize_line_belong_to_the_discarded_event():
     parser = SseParser(max_event_bytes=64)
     assert isinstance(parser.feed_bytes(b"id: big\ndata: " + b"x" * 100)[0], Oversize)
-    assert parser.feed_bytes(b"x" * 1000 + b"\ndata: more\n\nid: next\ndata: fine\n\n") == [("next", "message", "fine")]
+    assert parser.feed_bytes(b"x" * 1000 + b"\ndata: more\n\nid: next\ndata: fine\n\n") == [
+        ("next", "message", "fine")
+    ]
 
 
 def test_an_oversize_event_split_at_any_byte_is_discarded_whole():
-    stream = b"id: a\ndata: " + b"x" * 40 + b"\r\ndata: more\r\nevent: odd\r\n\r\ndata: fine\r\n\r\n"
+    stream = (
+        b"id: a\ndata: " + b"x" * 40 + b"\r\ndata: more\r\nevent: odd\r\n\r\ndata: fine\r\n\r\n"
+    )
     for chunks in every_split(stream):
         out = feed_all(SseParser(max_event_bytes=32), chunks)
         assert len(out) == 2 and isinstance(out[0], Oversize) and out[0].id_known, chunks
@@ -196,13 +218,18 @@ def test_the_rest_of_the_overflowing_line_is_not_read_as_a_field():
 def test_a_long_line_inside_an_oversize_event_is_dropped_without_ending_it():
     parser = SseParser(max_event_bytes=16)
     assert isinstance(parser.feed_bytes(b"data: " + b"x" * 20 + b"\n")[0], Oversize)
-    assert feed_all(parser, [b"id: " + b"9" * 30, b"9" * 30, b"\n", b"data: still the big one\n"]) == []
+    assert (
+        feed_all(parser, [b"id: " + b"9" * 30, b"9" * 30, b"\n", b"data: still the big one\n"])
+        == []
+    )
     assert parser.last_event_id is None  # an id line longer than the limit is not kept
     assert parser.feed_bytes(b"\ndata: ok\n\n") == [(None, "message", "ok")]
 
 
 def test_an_event_exactly_at_the_limit_is_kept_one_byte_more_is_not():
-    line = b"data: " + b"y" * 10  # the limit counts a line's bytes, and its line end once another line follows
+    line = (
+        b"data: " + b"y" * 10
+    )  # the limit counts a line's bytes, and its line end once another line follows
     parser = SseParser(max_event_bytes=len(line))
     assert parser.feed_bytes(line + b"\n\n") == [(None, "message", "y" * 10)]
     parser = SseParser(max_event_bytes=len(line) - 1)
@@ -221,7 +248,9 @@ def test_many_small_lines_add_up_to_the_limit():
 def test_without_a_limit_a_large_event_is_kept_whole():
     parser = SseParser()
     data = b"z" * 200_000
-    assert feed_all(parser, [b"data: ", data[:70_000], data[70_000:], b"\n\n"]) == [(None, "message", data.decode())]
+    assert feed_all(parser, [b"data: ", data[:70_000], data[70_000:], b"\n\n"]) == [
+        (None, "message", data.decode())
+    ]
 
 
 def test_new_stream_forgets_a_broken_line_but_keeps_id_and_retry():
@@ -243,7 +272,13 @@ def test_new_stream_ends_an_oversize_discard():
 # -- feed (lines) and format_event -----------------------------------------------------------------
 def test_feed_takes_lines_without_their_ends():
     parser = SseParser()
-    assert [parser.feed(line) for line in ["id: 9", "event: e", "data: a", "data: b", ""]] == [None, None, None, None, ("9", "e", "a\nb")]
+    assert [parser.feed(line) for line in ["id: 9", "event: e", "data: a", "data: b", ""]] == [
+        None,
+        None,
+        None,
+        None,
+        ("9", "e", "a\nb"),
+    ]
 
 
 def test_format_event_parses_back_to_the_same_event():

@@ -14,19 +14,15 @@ import time
 from pathlib import Path
 
 import pytest
-
-from mcp_sync.errors import Cancelled
+from support.paths import PEERS
+from support.waiting import WAIT, wait_until
 
 from mcp_sync.endpoint import Endpoint
-from mcp_sync.errors import ConnectionClosed
+from mcp_sync.errors import Cancelled, ConnectionClosed
 from mcp_sync.transports.base import FdLineReader, Transport
 from mcp_sync.transports.memory import MemoryTransport, memory_pair
 from mcp_sync.transports.stdio import StdioTransport
 from mcp_sync.transports.subprocess import SubprocessTransport
-
-from support.paths import PEERS
-from support.waiting import WAIT, wait_until
-
 
 ECHO = str(PEERS / "echo_peer.py")
 ENDPOINT_PEER = str(PEERS / "endpoint_peer.py")
@@ -36,7 +32,9 @@ UNICODE = "h\u00e9llo w\u00f6rld \u2713 \u65e5\u672c \U0001f600 \u00df"
 def read_line_within(transport, timeout: float = WAIT) -> bytes | None:
     """``transport.read_line()`` with a bound: on expiry the transport is closed and the test fails."""
     box: queue.SimpleQueue = queue.SimpleQueue()
-    thread = threading.Thread(target=lambda: box.put(transport.read_line()), name="test-read", daemon=True)
+    thread = threading.Thread(
+        target=lambda: box.put(transport.read_line()), name="test-read", daemon=True
+    )
     thread.start()
     thread.join(timeout)
     if thread.is_alive():
@@ -140,7 +138,13 @@ def test_transports_implement_the_protocol(tmp_path):
 def test_subprocess_echo_round_trip(spawn):
     transport = spawn(ECHO, stderr="discard")
     assert read_line_within(transport) == b"ready"
-    lines = [b'{"jsonrpc":"2.0","method":"x"}', UNICODE.encode("utf-8"), b"", b"\xff\xfe raw bytes", b"x" * 200_000]
+    lines = [
+        b'{"jsonrpc":"2.0","method":"x"}',
+        UNICODE.encode("utf-8"),
+        b"",
+        b"\xff\xfe raw bytes",
+        b"x" * 200_000,
+    ]
     for line in lines:
         transport.write(line + b"\n")
     for line in lines:
@@ -226,7 +230,9 @@ def test_stderr_callback_failure_is_logged(spawn, caplog):
 
 
 def test_env_and_cwd(spawn, tmp_path):
-    transport = spawn(ENDPOINT_PEER, env={"MCP_SYNC_TEST_VAR": "v\u00e4lue"}, cwd=tmp_path, stderr="discard")
+    transport = spawn(
+        ENDPOINT_PEER, env={"MCP_SYNC_TEST_VAR": "v\u00e4lue"}, cwd=tmp_path, stderr="discard"
+    )
     client = Endpoint(transport, name="client").start()
     try:
         result = client.request("env", {"name": "MCP_SYNC_TEST_VAR"}, timeout=WAIT)
@@ -258,7 +264,11 @@ def test_partial_writes_are_completed(spawn):
 
     transport = spawn(ECHO, stderr="discard")
     real_stdin, transport._stdin = transport._stdin, TrickleFile()
-    message = b'{"jsonrpc":"2.0","method":"notifications/message","params":{"t":"' + UNICODE.encode() + b'"}}\n'
+    message = (
+        b'{"jsonrpc":"2.0","method":"notifications/message","params":{"t":"'
+        + UNICODE.encode()
+        + b'"}}\n'
+    )
     transport.write(message)
     assert transport._stdin.data == message
     transport._stdin = real_stdin
@@ -272,7 +282,9 @@ def test_endpoint_over_stdio_child_serves_requests(spawn):
     log = ReadLog(transport)
     client = Endpoint(log, name="client").start()
     try:
-        assert client.request("echo", {"a": [1, 2, {"b": None}]}, timeout=WAIT) == {"a": [1, 2, {"b": None}]}
+        assert client.request("echo", {"a": [1, 2, {"b": None}]}, timeout=WAIT) == {
+            "a": [1, 2, {"b": None}]
+        }
         result = client.request("upper", {"text": UNICODE}, timeout=WAIT)
         assert result == {"text": UNICODE.upper(), "length": len(UNICODE)}
         # binary-safe UTF-8 on the wire: raw UTF-8 bytes, not \u escapes
@@ -302,7 +314,9 @@ def test_cancel_over_stdio_reaches_the_child_and_nothing_comes_back(spawn):
         status = client.request("cancelled", timeout=WAIT)
         assert status == {"cancelled": [[call.request_id, "user stop"]]}
         responses = [json.loads(line) for line in log.lines]
-        assert not [m for m in responses if m.get("id") == call.request_id], "the child answered a cancelled request"
+        assert not [m for m in responses if m.get("id") == call.request_id], (
+            "the child answered a cancelled request"
+        )
         assert client.dropped.total() == 0
     finally:
         assert client.close() == []
@@ -417,10 +431,16 @@ def test_stdio_close_wakes_a_blocked_reader(pipes):
 
 def test_stdio_transport_drives_an_endpoint(pipes):
     transport, feed, drain = pipes
-    server = Endpoint(transport, request_handler=lambda req: {"echo": req.params}, name="server").start()
+    server = Endpoint(
+        transport, request_handler=lambda req: {"echo": req.params}, name="server"
+    ).start()
     try:
-        feed.write(b'{"jsonrpc":"2.0","id":"a","method":"x","params":{"t":"' + UNICODE.encode() + b'"}}\n')
-        expected = b'{"jsonrpc":"2.0","id":"a","result":{"echo":{"t":"' + UNICODE.encode() + b'"}}}\n'
+        feed.write(
+            b'{"jsonrpc":"2.0","id":"a","method":"x","params":{"t":"' + UNICODE.encode() + b'"}}\n'
+        )
+        expected = (
+            b'{"jsonrpc":"2.0","id":"a","result":{"echo":{"t":"' + UNICODE.encode() + b'"}}}\n'
+        )
         line = read_bytes(drain, len(expected))
         assert line == expected
         assert json.loads(line) == {"jsonrpc": "2.0", "id": "a", "result": {"echo": {"t": UNICODE}}}
@@ -450,7 +470,12 @@ def test_fd_line_reader_one_whole_line_per_read():
     r, w = os.pipe()
     reader = FdLineReader(r)
     try:
-        for data, line in ((b'{"a":1}\n', b'{"a":1}'), (b'{"b":2}\r\n', b'{"b":2}'), (b"\n", b""), (b"\r\n", b"")):
+        for data, line in (
+            (b'{"a":1}\n', b'{"a":1}'),
+            (b'{"b":2}\r\n', b'{"b":2}'),
+            (b"\n", b""),
+            (b"\r\n", b""),
+        ):
             os.write(w, data)
             assert reader.read_line() == line
         os.write(w, b"par")  # a line in two reads

@@ -10,18 +10,18 @@ from __future__ import annotations
 
 import concurrent.futures
 import threading
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import mcp_types
 import pydantic
 import pytest
+from support.messages import as_wire
+from support.sessions import FakeServer, connected
+from support.waiting import WAIT, wait_event
 
 from mcp_sync import Client, Context, Server
 from mcp_sync.results import CLIENT_REQUEST_RESULTS, SERVER_REQUEST_RESULTS
-
-from support.messages import as_wire
-from support.sessions import connected, FakeServer
-from support.waiting import WAIT, wait_event
 
 
 def full_server() -> Server:
@@ -54,14 +54,26 @@ BlockingCall = Callable[[Client], Any]
 
 TYPED_METHODS: dict[str, tuple[dict[str, Any] | None, BlockingCall]] = {
     "tools/list": (None, lambda c: c.list_tools_page(timeout=WAIT)),
-    "tools/call": ({"name": "square", "arguments": {"n": 7}}, lambda c: c.call_tool("square", {"n": 7}, timeout=WAIT)),
+    "tools/call": (
+        {"name": "square", "arguments": {"n": 7}},
+        lambda c: c.call_tool("square", {"n": 7}, timeout=WAIT),
+    ),
     "resources/list": (None, lambda c: c.list_resources_page(timeout=WAIT)),
     "resources/templates/list": (None, lambda c: c.list_resource_templates_page(timeout=WAIT)),
-    "resources/read": ({"uri": "memo://notes/x"}, lambda c: c.read_resource("memo://notes/x", timeout=WAIT)),
+    "resources/read": (
+        {"uri": "memo://notes/x"},
+        lambda c: c.read_resource("memo://notes/x", timeout=WAIT),
+    ),
     "prompts/list": (None, lambda c: c.list_prompts_page(timeout=WAIT)),
-    "prompts/get": ({"name": "greet", "arguments": {"name": "Ann"}}, lambda c: c.get_prompt("greet", {"name": "Ann"}, timeout=WAIT)),
+    "prompts/get": (
+        {"name": "greet", "arguments": {"name": "Ann"}},
+        lambda c: c.get_prompt("greet", {"name": "Ann"}, timeout=WAIT),
+    ),
     "completion/complete": (
-        {"ref": {"type": "ref/prompt", "name": "greet"}, "argument": {"name": "name", "value": "an"}},
+        {
+            "ref": {"type": "ref/prompt", "name": "greet"},
+            "argument": {"name": "name", "value": "an"},
+        },
         lambda c: c.complete({"type": "ref/prompt", "name": "greet"}, "name", "an", timeout=WAIT),
     ),
 }
@@ -69,8 +81,14 @@ TYPED_METHODS: dict[str, tuple[dict[str, Any] | None, BlockingCall]] = {
 
 EMPTY_METHODS: dict[str, tuple[dict[str, Any] | None, BlockingCall]] = {
     "ping": (None, lambda c: c.ping(timeout=WAIT)),
-    "resources/subscribe": ({"uri": "memo://readme"}, lambda c: c.subscribe("memo://readme", timeout=WAIT)),
-    "resources/unsubscribe": ({"uri": "memo://readme"}, lambda c: c.unsubscribe("memo://readme", timeout=WAIT)),
+    "resources/subscribe": (
+        {"uri": "memo://readme"},
+        lambda c: c.subscribe("memo://readme", timeout=WAIT),
+    ),
+    "resources/unsubscribe": (
+        {"uri": "memo://readme"},
+        lambda c: c.unsubscribe("memo://readme", timeout=WAIT),
+    ),
     "logging/setLevel": ({"level": "info"}, lambda c: c.set_logging_level("info", timeout=WAIT)),
 }
 """Methods whose blocking call returns ``None``: their future resolves to ``EmptyResult``."""
@@ -107,17 +125,27 @@ def test_methods_without_a_result_resolve_to_an_empty_result(method):
     params, blocking_call = EMPTY_METHODS[method]
     with connected(full_server()) as conn:
         assert blocking_call(conn.client) is None
-        assert type(conn.client.submit(method, params, timeout=WAIT).result(WAIT)) is mcp_types.EmptyResult
+        assert (
+            type(conn.client.submit(method, params, timeout=WAIT).result(WAIT))
+            is mcp_types.EmptyResult
+        )
 
 
 def test_raw_access_stays_raw():
     server = full_server()
-    server.add_method("acme/echo", lambda session, request, token: {"echo": request.params.get("x")})
+    server.add_method(
+        "acme/echo", lambda session, request, token: {"echo": request.params.get("x")}
+    )
     with connected(server) as conn:
         assert conn.client.submit("acme/echo", {"x": 1}, timeout=WAIT).result(WAIT) == {"echo": 1}
         assert conn.client.request("acme/echo", {"x": 2}, timeout=WAIT) == {"echo": 2}
-        raw = conn.client.submit("tools/call", {"name": "square", "arguments": {"n": 3}}, raw=True).result(WAIT)
-        assert raw == {"content": [{"type": "text", "text": "9"}], "structuredContent": {"result": 9}}
+        raw = conn.client.submit(
+            "tools/call", {"name": "square", "arguments": {"n": 3}}, raw=True
+        ).result(WAIT)
+        assert raw == {
+            "content": [{"type": "text", "text": "9"}],
+            "structuredContent": {"result": 9},
+        }
 
 
 def test_the_parsed_result_is_one_object_for_every_waiter_and_callback(fast_switching):
@@ -157,7 +185,9 @@ def test_the_parsed_result_is_one_object_for_every_waiter_and_callback(fast_swit
                 thread.join(WAIT)
             wait_event(settled, "the done-callback")
             first = future.result(0)
-            assert isinstance(first, mcp_types.CallToolResult) and first.structured_content == {"result": round_}
+            assert isinstance(first, mcp_types.CallToolResult) and first.structured_content == {
+                "result": round_
+            }
             assert all(r is first for r in results) and seen[0] is first
             assert next(concurrent.futures.as_completed([future], timeout=WAIT)).result() is first
 
@@ -168,7 +198,10 @@ def test_a_result_that_does_not_fit_its_model_is_a_validation_error_on_both_path
             return {**fake.init_result, "capabilities": {"tools": {}}}
         return {"tools": "not a list"}
 
-    with FakeServer(handler) as fake, Client.connect(fake.client_transport, init_timeout=WAIT) as client:
+    with (
+        FakeServer(handler) as fake,
+        Client.connect(fake.client_transport, init_timeout=WAIT) as client,
+    ):
         with pytest.raises(pydantic.ValidationError):
             client.list_tools_page(timeout=WAIT)
         future = client.submit("tools/list", timeout=WAIT)
@@ -195,8 +228,14 @@ def asking_server(seen: dict[str, Any]) -> Server:
     @server.tool()
     def ask(ctx: Context) -> str:
         seen["roots"] = ctx.session.list_roots(timeout=WAIT)
-        seen["sample"] = ctx.session.create_message([{"role": "user", "content": {"type": "text", "text": "hi"}}], max_tokens=5, timeout=WAIT)
-        seen["elicit"] = ctx.session.elicit("name?", {"type": "object", "properties": {"name": {"type": "string"}}}, timeout=WAIT)
+        seen["sample"] = ctx.session.create_message(
+            [{"role": "user", "content": {"type": "text", "text": "hi"}}],
+            max_tokens=5,
+            timeout=WAIT,
+        )
+        seen["elicit"] = ctx.session.elicit(
+            "name?", {"type": "object", "properties": {"name": {"type": "string"}}}, timeout=WAIT
+        )
         return "asked"
 
     return server
@@ -206,26 +245,46 @@ def test_server_side_requests_return_models():
     seen: dict[str, Any] = {}
     options = dict(
         roots=[{"uri": "file:///work", "name": "work"}],
-        sampling_handler=lambda params, ctx: {"role": "assistant", "content": {"type": "text", "text": "ok"}, "model": "m"},
+        sampling_handler=lambda params, ctx: {
+            "role": "assistant",
+            "content": {"type": "text", "text": "ok"},
+            "model": "m",
+        },
         elicitation_handler=lambda params, ctx: {"action": "accept", "content": {"name": "Ann"}},
     )
     with connected(asking_server(seen), **options) as conn:
         assert conn.client.call_tool("ask", timeout=WAIT).content[0].text == "asked"
         [root] = seen["roots"]
-        assert isinstance(root, mcp_types.Root) and (str(root.uri), root.name) == ("file:///work", "work")
-        assert type(seen["sample"]) is mcp_types.CreateMessageResult and seen["sample"].content.text == "ok"
+        assert isinstance(root, mcp_types.Root) and (str(root.uri), root.name) == (
+            "file:///work",
+            "work",
+        )
+        assert (
+            type(seen["sample"]) is mcp_types.CreateMessageResult
+            and seen["sample"].content.text == "ok"
+        )
         assert type(seen["elicit"]) is mcp_types.ElicitResult
         assert (seen["elicit"].action, seen["elicit"].content) == ("accept", {"name": "Ann"})
         # the session itself (outside a handler) answers with the same models
-        assert as_wire(conn.handle.session.list_roots(timeout=WAIT)) == [{"uri": "file:///work", "name": "work"}]
+        assert as_wire(conn.handle.session.list_roots(timeout=WAIT)) == [
+            {"uri": "file:///work", "name": "work"}
+        ]
 
 
 def test_a_sampling_answer_with_a_list_of_content_is_a_result_with_tools():
     seen: dict[str, Any] = {}
-    content = [{"type": "text", "text": "calling"}, {"type": "tool_use", "id": "t1", "name": "lookup", "input": {}}]
+    content = [
+        {"type": "text", "text": "calling"},
+        {"type": "tool_use", "id": "t1", "name": "lookup", "input": {}},
+    ]
     options = dict(
         roots=["/r"],
-        sampling_handler=lambda params, ctx: {"role": "assistant", "content": content, "model": "m", "stopReason": "toolUse"},
+        sampling_handler=lambda params, ctx: {
+            "role": "assistant",
+            "content": content,
+            "model": "m",
+            "stopReason": "toolUse",
+        },
         elicitation_handler=lambda params, ctx: {"action": "decline"},
     )
     with connected(asking_server(seen), **options) as conn:

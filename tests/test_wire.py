@@ -14,20 +14,29 @@ from mcp_sync.wire import model_to_wire
 
 
 def test_members_use_their_wire_aliases():
-    tool = mcp_types.Tool.model_validate({"name": "x", "inputSchema": {"type": "object"}, "_meta": {"k": 1}})
+    tool = mcp_types.Tool.model_validate(
+        {"name": "x", "inputSchema": {"type": "object"}, "_meta": {"k": 1}}
+    )
     wire = model_to_wire(tool)
     assert wire == {"name": "x", "inputSchema": {"type": "object"}, "_meta": {"k": 1}}
-    image = mcp_types.ImageContent.model_validate({"type": "image", "data": "AAAA", "mimeType": "image/png"})
+    image = mcp_types.ImageContent.model_validate(
+        {"type": "image", "data": "AAAA", "mimeType": "image/png"}
+    )
     assert model_to_wire(image) == {"type": "image", "data": "AAAA", "mimeType": "image/png"}
 
 
 def test_none_members_are_left_out_but_other_falsy_values_stay():
-    result = mcp_types.CallToolResult.model_validate({"content": [], "isError": False, "structuredContent": {}})
+    result = mcp_types.CallToolResult.model_validate(
+        {"content": [], "isError": False, "structuredContent": {}}
+    )
     wire = model_to_wire(result)
     assert wire["content"] == [] and wire["isError"] is False and wire["structuredContent"] == {}
     assert not [key for key, value in wire.items() if value is None]
     text = mcp_types.TextContent.model_validate({"type": "text", "text": ""})
-    assert model_to_wire(text) == {"type": "text", "text": ""}  # no "annotations": null, no "_meta": null
+    assert model_to_wire(text) == {
+        "type": "text",
+        "text": "",
+    }  # no "annotations": null, no "_meta": null
 
 
 def test_nested_models_and_lists_are_converted_all_the_way_down():
@@ -35,12 +44,18 @@ def test_nested_models_and_lists_are_converted_all_the_way_down():
         {
             "content": [
                 {"type": "text", "text": "a"},
-                {"type": "resource", "resource": {"uri": "file:///x", "mimeType": "text/plain", "text": "t"}},
+                {
+                    "type": "resource",
+                    "resource": {"uri": "file:///x", "mimeType": "text/plain", "text": "t"},
+                },
             ]
         }
     )
     wire = model_to_wire(result)
-    assert wire["content"][1] == {"type": "resource", "resource": {"uri": "file:///x", "mimeType": "text/plain", "text": "t"}}
+    assert wire["content"][1] == {
+        "type": "resource",
+        "resource": {"uri": "file:///x", "mimeType": "text/plain", "text": "t"},
+    }
     json.dumps(wire)  # plain JSON types only
 
 
@@ -79,8 +94,14 @@ def test_result_leaves_out_caching_hints_the_model_filled_in(model, payload):
 def test_result_keeps_caching_hints_given_explicitly():
     given = mcp_types.ListToolsResult(tools=[], ttl_ms=60_000)
     assert model_to_wire(given, result=True) == {"tools": [], "ttlMs": 60_000}
-    parsed = mcp_types.ReadResourceResult.model_validate({"contents": [], "ttlMs": 0, "cacheScope": "public"})
-    assert model_to_wire(parsed, result=True) == {"contents": [], "ttlMs": 0, "cacheScope": "public"}
+    parsed = mcp_types.ReadResourceResult.model_validate(
+        {"contents": [], "ttlMs": 0, "cacheScope": "public"}
+    )
+    assert model_to_wire(parsed, result=True) == {
+        "contents": [],
+        "ttlMs": 0,
+        "cacheScope": "public",
+    }
 
 
 def test_result_on_a_model_without_result_type_changes_nothing():
@@ -102,7 +123,11 @@ def test_a_users_own_model_gets_the_same_treatment():
 
 def test_the_wire_form_parses_back_to_an_equal_model_and_is_a_fresh_dict():
     tool = mcp_types.Tool.model_validate(
-        {"name": "t", "description": "d", "inputSchema": {"type": "object", "properties": {"a": {"type": "integer"}}}}
+        {
+            "name": "t",
+            "description": "d",
+            "inputSchema": {"type": "object", "properties": {"a": {"type": "integer"}}},
+        }
     )
     first = model_to_wire(tool)
     assert mcp_types.Tool.model_validate(first) == tool

@@ -32,7 +32,9 @@ def _messages(caplog: pytest.LogCaptureFixture, name: str, direction: str) -> li
     ]
 
 
-def test_every_message_is_logged_once_where_it_is_sent_and_where_it_is_received(caplog: pytest.LogCaptureFixture) -> None:
+def test_every_message_is_logged_once_where_it_is_sent_and_where_it_is_received(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     caplog.set_level(logging.DEBUG, logger="mcp_sync.wire")
     server_side, client_side = memory_pair()
     handle = _server().serve_in_thread(server_side)
@@ -41,12 +43,20 @@ def test_every_message_is_logged_once_where_it_is_sent_and_where_it_is_received(
             client.call_tool("echo", {"text": "hi"})
     finally:
         handle.stop()
-    assert all(record.levelno == logging.DEBUG for record in caplog.records if record.name == "mcp_sync.wire")
+    assert all(
+        record.levelno == logging.DEBUG
+        for record in caplog.records
+        if record.name == "mcp_sync.wire"
+    )
     client_sent = _messages(caplog, "mcp_sync-client", "->")
     client_received = _messages(caplog, "mcp_sync-client", "<-")
     server_sent = _messages(caplog, "mcp_sync-server-traced", "->")
     server_received = _messages(caplog, "mcp_sync-server-traced", "<-")
-    assert [m.get("method") for m in client_sent] == ["initialize", "notifications/initialized", "tools/call"]
+    assert [m.get("method") for m in client_sent] == [
+        "initialize",
+        "notifications/initialized",
+        "tools/call",
+    ]
     assert server_received == client_sent  # what one side wrote is what the other read
     assert client_received == server_sent
     assert [m["id"] for m in server_sent] == [client_sent[0]["id"], client_sent[2]["id"]]

@@ -7,10 +7,9 @@ import logging
 import threading
 
 import pytest
+from support.waiting import WAIT, wait_until
 
 from mcp_sync.workers import PoolStats, WorkerPool
-
-from support.waiting import WAIT, wait_until
 
 
 @pytest.fixture
@@ -57,7 +56,13 @@ def test_the_pool_never_exceeds_max_workers_and_queues_in_order(pools):
         pool.submit(order.append, n)
     stats = pool.stats()
     assert isinstance(stats, PoolStats)
-    assert (stats.max_workers, stats.threads, stats.busy, stats.idle, stats.queued) == (2, 2, 2, 0, 5)
+    assert (stats.max_workers, stats.threads, stats.busy, stats.idle, stats.queued) == (
+        2,
+        2,
+        2,
+        0,
+        5,
+    )
     assert stats.longest_wait >= 0.0
     release.set()
     wait_until(lambda: len(order) == 5, "the five queued tasks to run")
@@ -211,7 +216,9 @@ def test_every_task_runs_once_while_workers_come_and_go(pools, fast_switching):
             if n % 25 == 0:
                 pause.wait(0.002)  # let the workers go idle and time out
 
-    submitters = [threading.Thread(target=submitter, args=(k * 1000,), name=f"submit-{k}") for k in range(4)]
+    submitters = [
+        threading.Thread(target=submitter, args=(k * 1000,), name=f"submit-{k}") for k in range(4)
+    ]
     for thread in submitters:
         thread.start()
     for thread in submitters:
@@ -270,7 +277,7 @@ def test_an_idle_worker_takes_the_next_task_instead_of_a_new_thread(pools):
     names: list[str] = []
     for n in range(5):
         done = threading.Event()
-        pool.submit(lambda: (names.append(threading.current_thread().name), done.set()))
+        pool.submit(lambda done=done: (names.append(threading.current_thread().name), done.set()))
         assert done.wait(WAIT)
         wait_until(lambda: pool.stats().idle == 1, f"the worker to be idle after task {n}")
     assert names == ["reuse-worker-1"] * 5

@@ -22,8 +22,9 @@ import random
 import textwrap
 import threading
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Literal, Sequence, TextIO
+from typing import Any, Literal, TextIO
 
 from ..endpoint import Endpoint, PendingCall
 from ..errors import ConnectionClosed, McpError
@@ -32,7 +33,14 @@ from ..lifecycle import LATEST_HANDSHAKE_VERSION
 from ..transports.base import Transport
 from ..transports.subprocess import SubprocessTransport
 
-__all__ = ["CheckResult", "CancellationChecker", "ServerUnavailable", "run_checks", "ANSWERED_HINT", "INIT_TIMEOUT"]
+__all__ = [
+    "CheckResult",
+    "CancellationChecker",
+    "ServerUnavailable",
+    "run_checks",
+    "ANSWERED_HINT",
+    "INIT_TIMEOUT",
+]
 
 INIT_TIMEOUT = 30.0
 """Longest wait, in seconds, for a server to start and answer ``initialize``."""
@@ -108,14 +116,19 @@ class _Recorder:
             return [
                 (at, m)
                 for at, m in self.received
-                if isinstance(m, (Response, ErrorResponse)) and m.id in (request_id, str(request_id))
+                if isinstance(m, (Response, ErrorResponse))
+                and m.id in (request_id, str(request_id))
             ]
 
 
 def _describe(messages: list[Any]) -> str:
     parts = []
     for message in messages[:3]:
-        parts.append(json.dumps(message.to_json())[:120] if hasattr(message, "to_json") else repr(message)[:120])
+        parts.append(
+            json.dumps(message.to_json())[:120]
+            if hasattr(message, "to_json")
+            else repr(message)[:120]
+        )
     return "; ".join(parts)
 
 
@@ -194,7 +207,9 @@ class CancellationChecker:
             return
         # a notification or a request from the server (list_changed, roots/list) answers nothing
         stray = [
-            m for m in self._recorder.since(mark) if isinstance(m, (Response, ErrorResponse)) and not _is_ping_answer(m)
+            m
+            for m in self._recorder.since(mark)
+            if isinstance(m, (Response, ErrorResponse)) and not _is_ping_answer(m)
         ]
         if stray:
             self._add(name, False, f"the server answered: {_describe(stray)}")
@@ -230,13 +245,18 @@ class CancellationChecker:
         start = time.perf_counter()
         call = endpoint.submit("initialize", self._initialize_params())
         try:
-            endpoint.notify("notifications/cancelled", {"requestId": call.request_id, "reason": "conformance check"})
+            endpoint.notify(
+                "notifications/cancelled",
+                {"requestId": call.request_id, "reason": "conformance check"},
+            )
             ping = endpoint.submit("ping", None, timeout=self.init_timeout)
         except ConnectionClosed as exc:
             raise self._unavailable(call, exc) from exc
         end = time.monotonic() + self.init_timeout
         error = ping.exception(timeout=self.init_timeout + 1)
-        ping_answered = error is None or isinstance(error, McpError)  # an error answer shows it read the line too
+        ping_answered = error is None or isinstance(
+            error, McpError
+        )  # an error answer shows it read the line too
         if ping_answered:
             end = min(end, time.monotonic() + self.grace)
         try:
@@ -244,7 +264,11 @@ class CancellationChecker:
         except McpError as exc:
             dropped = f"answered with an error: {exc}"
         except TimeoutError:
-            dropped = "not answered (a ping sent after it was)" if ping_answered else "not answered (nor a ping)"
+            dropped = (
+                "not answered (a ping sent after it was)"
+                if ping_answered
+                else "not answered (nor a ping)"
+            )
         except ConnectionClosed as exc:
             if not self._recorder.mark():
                 raise self._unavailable(call, exc) from exc
@@ -270,12 +294,16 @@ class CancellationChecker:
     def _unavailable(self, call: PendingCall, closed: ConnectionClosed) -> ServerUnavailable:
         """Why a server that never sent anything is not there (the first failure says best)."""
         reason = call.exception(timeout=1) if call.done() else None
-        return ServerUnavailable(f"the server closed the connection before sending anything: {reason or closed}")
+        return ServerUnavailable(
+            f"the server closed the connection before sending anything: {reason or closed}"
+        )
 
     def _fresh_connection(self) -> bool:
         endpoint = self.open()
         try:
-            result = endpoint.request("initialize", self._initialize_params(), timeout=self.init_timeout)
+            result = endpoint.request(
+                "initialize", self._initialize_params(), timeout=self.init_timeout
+            )
         except Exception as exc:
             self._add("a fresh connection initializes", False, f"no initialize result: {exc!r}")
             return False
@@ -286,7 +314,9 @@ class CancellationChecker:
         """A cancellation of an id that was never used."""
         self._silent_after(
             "cancel of an unknown id is ignored",
-            lambda: self.endpoint.notify("notifications/cancelled", {"requestId": 987654321, "reason": "check"}),
+            lambda: self.endpoint.notify(
+                "notifications/cancelled", {"requestId": 987654321, "reason": "check"}
+            ),
         )
 
     def check_completed(self) -> None:
@@ -303,26 +333,47 @@ class CancellationChecker:
         variants: list[tuple[str, bytes]] = [
             ("no params", b'{"jsonrpc":"2.0","method":"notifications/cancelled"}\n'),
             ("no requestId", b'{"jsonrpc":"2.0","method":"notifications/cancelled","params":{}}\n'),
-            ("requestId null", b'{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":null}}\n'),
-            ("requestId true", b'{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":true}}\n'),
-            ("requestId 1.5", b'{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1.5}}\n'),
-            ("requestId object", b'{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":{}}}\n'),
+            (
+                "requestId null",
+                b'{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":null}}\n',
+            ),
+            (
+                "requestId true",
+                b'{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":true}}\n',
+            ),
+            (
+                "requestId 1.5",
+                b'{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1.5}}\n',
+            ),
+            (
+                "requestId object",
+                b'{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":{}}}\n',
+            ),
         ]
         for label, line in variants:
-            self._silent_after(f"malformed cancel ({label}) is ignored", lambda line=line: self._recorder.write(line))
+            self._silent_after(
+                f"malformed cancel ({label}) is ignored",
+                lambda line=line: self._recorder.write(line),
+            )
 
     def check_in_flight(self, tool: str, arguments: dict[str, Any]) -> float | None:
         """Cancel a slow call in flight: no response may follow. Returns its uncancelled
         duration in seconds (measured first), or None if the tool failed."""
         start = time.monotonic()
         try:
-            first = self.endpoint.request("tools/call", {"name": tool, "arguments": arguments}, timeout=120)
+            first = self.endpoint.request(
+                "tools/call", {"name": tool, "arguments": arguments}, timeout=120
+            )
         except McpError as exc:
             self._add("in-flight cancel gets no response", False, f"{tool} failed: {exc}")
             return None
         duration = time.monotonic() - start
         if isinstance(first, dict) and first.get("isError"):
-            self._add("in-flight cancel gets no response", False, f"{tool} returned an error: {first.get('content')}")
+            self._add(
+                "in-flight cancel gets no response",
+                False,
+                f"{tool} returned an error: {first.get('content')}",
+            )
             return None
         progressed = threading.Event()
         submitted_at = time.monotonic()
@@ -354,7 +405,11 @@ class CancellationChecker:
                 ANSWERED_HINT,
             )
         elif not alive:
-            self._add("in-flight cancel gets no response", False, "the server stopped serving after the cancel")
+            self._add(
+                "in-flight cancel gets no response",
+                False,
+                "the server stopped serving after the cancel",
+            )
         else:
             self._add(
                 "in-flight cancel gets no response",
@@ -370,9 +425,13 @@ class CancellationChecker:
         pending: list[tuple[PendingCall, float | None]] = []
         for _ in range(calls):
             delay = self.random.uniform(0, duration / 2) if self.random.random() < 0.5 else None
-            pending.append((self.endpoint.submit("tools/call", params, timeout=duration * calls + 60), delay))
+            pending.append(
+                (self.endpoint.submit("tools/call", params, timeout=duration * calls + 60), delay)
+            )
         start = time.monotonic()
-        for call, delay in sorted((p for p in pending if p[1] is not None), key=lambda p: p[1] or 0):
+        for call, delay in sorted(
+            (p for p in pending if p[1] is not None), key=lambda p: p[1] or 0
+        ):
             wait = start + (delay or 0) - time.monotonic()
             if wait > 0:
                 threading.Event().wait(wait)
@@ -387,7 +446,9 @@ class CancellationChecker:
                     failed += 1
         self._watch(self.grace)
         cancelled = [call for call, delay in pending if delay is not None]
-        answered = [call for call in cancelled if self._recorder.responses_for(call.request_id or -1)]
+        answered = [
+            call for call in cancelled if self._recorder.responses_for(call.request_id or -1)
+        ]
         uncancelled = calls - len(cancelled)
         passed = not answered and failed == 0 and completed == uncancelled
         self._add(
@@ -405,7 +466,9 @@ class CancellationChecker:
             while time.monotonic() < end:
                 self._recorder.arrived.wait(end - time.monotonic())
 
-    def run(self, slow_tool: str | None, slow_args: dict[str, Any], race_calls: int) -> list[CheckResult]:
+    def run(
+        self, slow_tool: str | None, slow_args: dict[str, Any], race_calls: int
+    ) -> list[CheckResult]:
         """Run every check; returns the results."""
         try:
             if not self.check_initialize():  # ServerUnavailable goes to the caller
@@ -437,8 +500,12 @@ def _table(results: list[CheckResult]) -> str:
 
 
 def _summary(results: list[CheckResult], seed: int) -> str:
-    counts = {status: sum(r.status == status for r in results) for status in ("PASS", "WARN", "FAIL")}
-    return f"{counts['PASS']} passed, {counts['WARN']} warned, {counts['FAIL']} failed (seed {seed})"
+    counts = {
+        status: sum(r.status == status for r in results) for status in ("PASS", "WARN", "FAIL")
+    }
+    return (
+        f"{counts['PASS']} passed, {counts['WARN']} warned, {counts['FAIL']} failed (seed {seed})"
+    )
 
 
 def run_checks(

@@ -23,7 +23,9 @@ from ..server import Server
 
 __all__ = ["server", "run_demo"]
 
-server = Server("mcp_sync-demo", version="1.0.0", instructions="A demo server with a slow, cancellable tool.")
+server = Server(
+    "mcp_sync-demo", version="1.0.0", instructions="A demo server with a slow, cancellable tool."
+)
 
 _runs_lock = threading.Lock()
 _last_run: dict[str, Any] = {}
@@ -106,7 +108,9 @@ def run_demo(out: TextIO = sys.stdout) -> int:
     started = time.perf_counter()
     with Client.stdio([sys.executable, "-m", "mcp_sync.cli.demo", "--serve"]) as client:
         elapsed_ms = (time.perf_counter() - started) * 1000
-        say(f"1. started {client.server_info.name} over stdio in {elapsed_ms:.0f} ms, {_speaking(client)}")
+        say(
+            f"1. started {client.server_info.name} over stdio in {elapsed_ms:.0f} ms, {_speaking(client)}"
+        )
         say(f"   tools: {', '.join(t.name for t in client.list_tools())}")
 
         say("2. calling slow(seconds=30) in the background; cancelling it after 5 progress updates")
@@ -148,7 +152,9 @@ def run_demo(out: TextIO = sys.stdout) -> int:
 
         say("4. cancelling from another thread with a CancelToken")
         token = CancelToken()
-        timer = threading.Thread(target=lambda: token.wait(0.3) or token.cancel("cancelled by another thread"))
+        timer = threading.Thread(
+            target=lambda: token.wait(0.3) or token.cancel("cancelled by another thread")
+        )
         timer.start()
         try:
             client.call_tool("slow", {"seconds": 30}, cancel_token=token)
@@ -159,7 +165,9 @@ def run_demo(out: TextIO = sys.stdout) -> int:
         say(f"   server says: {report.get('state')}")
 
         say("5. calling slow(seconds=0.5) to completion")
-        result = client.call_tool("slow", {"seconds": 0.5}, on_progress=lambda p, t, m: _bar(p, t, m, out))
+        result = client.call_tool(
+            "slow", {"seconds": 0.5}, on_progress=lambda p, t, m: _bar(p, t, m, out)
+        )
         if out.isatty():
             say("")
         say(f"   result: {result.content[0].text if result.content else result}")  # type: ignore[union-attr]

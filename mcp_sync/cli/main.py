@@ -27,11 +27,21 @@ import logging
 import sys
 import time
 import urllib.parse
-from typing import Any, Callable, Iterator, Sequence, TextIO
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any, TextIO
 
 from pydantic import BaseModel
 
-from ..errors import Cancelled
+from ..client import Client
+from ..errors import (
+    Cancelled,
+    CapabilityError,
+    ConnectionClosed,
+    McpError,
+    RequestTimeout,
+    ServerExited,
+)
+from ..wire import model_to_wire
 from .output import ProgressDisplay, content_lines, print_json
 from .parser import (
     EXIT_ERROR,
@@ -46,9 +56,6 @@ from .parser import (
     parse_args,
 )
 from .serve import cmd_serve
-from ..client import Client
-from ..errors import CapabilityError, ConnectionClosed, McpError, RequestTimeout, ServerExited
-from ..wire import model_to_wire
 
 # the exit codes (EXIT_*) and the parser are in cli.parser, load_server in cli.serve
 __all__ = ["main", "COMMANDS", "HANDSHAKE_TIMEOUT", "CLOSE_GRACE", "ABANDON_GRACE", "STDERR_TAIL"]
@@ -85,7 +92,9 @@ def _describe_server_missing(name: str) -> str:
     )
 
 
-def _transport_options(options: argparse.Namespace, command: list[str]) -> tuple[str | None, dict[str, str]]:
+def _transport_options(
+    options: argparse.Namespace, command: list[str]
+) -> tuple[str | None, dict[str, str]]:
     """Check that exactly one server is named; returns (url, headers)."""
     url = getattr(options, "url", None)
     headers = dict(getattr(options, "header", None) or [])
@@ -118,7 +127,9 @@ def _http_transport_class() -> Any:
     try:
         from ..http.client_transport import HttpClientTransport
     except ImportError as exc:
-        raise CommandError(f"--url needs the http extra: pip install 'mcp-sync-threaded[http]' ({exc})") from None
+        raise CommandError(
+            f"--url needs the http extra: pip install 'mcp-sync-threaded[http]' ({exc})"
+        ) from None
     return HttpClientTransport
 
 
@@ -128,7 +139,9 @@ def _spawn(command: list[str], verbose: bool) -> Any:
     try:
         # without -v the server's stderr is not shown; the transport keeps its end
         # (ServerExited.stderr_tail), to explain a failed start
-        return SubprocessTransport(command, stderr="inherit" if verbose else "discard", close_grace=CLOSE_GRACE)
+        return SubprocessTransport(
+            command, stderr="inherit" if verbose else "discard", close_grace=CLOSE_GRACE
+        )
     except OSError as exc:
         raise CommandError(f"cannot start {command[0]!r}: {exc.strerror or exc}") from None
 
@@ -147,7 +160,9 @@ def _open(options: argparse.Namespace, command: list[str]) -> Client:
     if url:
         _http_transport_class()
         try:
-            return Client.http(url, headers=headers or None, connect_timeout=min(10.0, limit), init_timeout=limit)
+            return Client.http(
+                url, headers=headers or None, connect_timeout=min(10.0, limit), init_timeout=limit
+            )
         except RequestTimeout:
             raise _handshake_timeout(limit) from None
     transport = _spawn(command, options.verbose)
@@ -204,7 +219,9 @@ def _connection(options: argparse.Namespace, command: list[str], what: str) -> I
         ) from exc
     except KeyboardInterrupt:
         abandoned = True
-        raise CommandInterrupted(f"interrupted; a cancellation was sent to the server for {what} (it may ignore it)") from None
+        raise CommandInterrupted(
+            f"interrupted; a cancellation was sent to the server for {what} (it may ignore it)"
+        ) from None
     finally:
         transport = client.transport
         if abandoned and hasattr(transport, "close_grace"):
@@ -277,7 +294,10 @@ def cmd_call(options: argparse.Namespace, command: list[str]) -> int:
     else:
         _print_lines(result.get("content") or [], sys.stdout)
     if result.get("isError"):
-        print(f"mcp-sync: the tool {options.tool} reported an error (exit {EXIT_TOOL_ERROR})", file=sys.stderr)
+        print(
+            f"mcp-sync: the tool {options.tool} reported an error (exit {EXIT_TOOL_ERROR})",
+            file=sys.stderr,
+        )
         return EXIT_TOOL_ERROR
     return EXIT_OK
 
@@ -288,10 +308,20 @@ def cmd_resources(options: argparse.Namespace, command: list[str]) -> int:
         resources = client.list_resources(timeout=options.timeout)
         templates = client.list_resource_templates(timeout=options.timeout)
     if options.json:
-        print_json({"resources": [_as_wire(r) for r in resources], "resourceTemplates": [_as_wire(t) for t in templates]}, sys.stdout)
+        print_json(
+            {
+                "resources": [_as_wire(r) for r in resources],
+                "resourceTemplates": [_as_wire(t) for t in templates],
+            },
+            sys.stdout,
+        )
         return EXIT_OK
     for resource in map(_as_wire, resources):
-        print(f"{resource['uri']}  {resource.get('name', '')}: {resource.get('description', '')}".rstrip(": "))
+        print(
+            f"{resource['uri']}  {resource.get('name', '')}: {resource.get('description', '')}".rstrip(
+                ": "
+            )
+        )
     for template in map(_as_wire, templates):
         text = f"{template['uriTemplate']}  (template) {template.get('name', '')}: {template.get('description', '')}"
         print(text.rstrip(": "))
@@ -317,7 +347,9 @@ def cmd_prompts(options: argparse.Namespace, command: list[str]) -> int:
         print_json(prompts, sys.stdout)
         return EXIT_OK
     for prompt in prompts:
-        names = [a["name"] + ("" if a.get("required") else "?") for a in prompt.get("arguments") or []]
+        names = [
+            a["name"] + ("" if a.get("required") else "?") for a in prompt.get("arguments") or []
+        ]
         print(f"{prompt['name']}({', '.join(names)}): {prompt.get('description', '')}".rstrip(": "))
     return EXIT_OK
 
@@ -330,7 +362,9 @@ def _prompt_arguments(words: Sequence[str]) -> dict[str, str]:
     for word in words:
         key, sep, value = word.partition("=")
         if not sep or not key:
-            raise UsageError(f"prompt arguments are KEY=VALUE pairs or one JSON object, not {word!r}")
+            raise UsageError(
+                f"prompt arguments are KEY=VALUE pairs or one JSON object, not {word!r}"
+            )
         arguments[key] = value
     return arguments
 
@@ -339,7 +373,9 @@ def cmd_prompt(options: argparse.Namespace, command: list[str]) -> int:
     """``mcp-sync prompt``."""
     arguments = _prompt_arguments(options.prompt_arguments)
     with _connection(options, command, "prompts/get") as client:
-        result = _as_wire(client.get_prompt(options.name, arguments or None, timeout=options.timeout))
+        result = _as_wire(
+            client.get_prompt(options.name, arguments or None, timeout=options.timeout)
+        )
     if options.raw:
         print_json(result, sys.stdout)
         return EXIT_OK
@@ -416,7 +452,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except UsageError as exc:
         hint = ""
         usage = getattr(options, "usage", None)
-        if usage and not command and not getattr(options, "url", None) and "name a server" not in str(exc):
+        if (
+            usage
+            and not command
+            and not getattr(options, "url", None)
+            and "name a server" not in str(exc)
+        ):
             hint = "\n" + double_dash_hint(usage)  # its words were likely taken for arguments
         print(f"mcp-sync {options.subcommand}: error: {exc}{hint}", file=sys.stderr)
         return EXIT_USAGE

@@ -17,7 +17,8 @@ from __future__ import annotations
 import json
 import shutil
 import time
-from typing import Any, Callable, Iterator, TextIO
+from collections.abc import Callable, Iterator
+from typing import Any, TextIO
 
 __all__ = ["ProgressDisplay", "content_lines", "describe_size", "print_json"]
 
@@ -43,7 +44,11 @@ class ProgressDisplay:
     """
 
     def __init__(
-        self, stream: TextIO, *, clock: Callable[[], float] = time.monotonic, line_interval: float = LINE_INTERVAL
+        self,
+        stream: TextIO,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+        line_interval: float = LINE_INTERVAL,
     ) -> None:
         self.stream = stream
         self.terminal = _isatty(stream)
@@ -68,7 +73,9 @@ class ProgressDisplay:
                 self._held = text
         self.stream.flush()
 
-    def _draw(self, progress: float, total: float | None, message: str | None, elapsed: float) -> None:
+    def _draw(
+        self, progress: float, total: float | None, message: str | None, elapsed: float
+    ) -> None:
         if total:
             fraction = max(0.0, min(1.0, progress / total))
             filled = int(BAR_WIDTH * fraction)

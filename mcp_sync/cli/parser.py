@@ -11,7 +11,8 @@ from __future__ import annotations
 import argparse
 import sys
 import textwrap
-from typing import NoReturn, Sequence
+from collections.abc import Sequence
+from typing import NoReturn
 
 __all__ = [
     "EXIT_OK",
@@ -104,7 +105,9 @@ def _header(text: str) -> tuple[str, str]:
         raise argparse.ArgumentTypeError(f"not NAME:VALUE: {text!r}")
     if not text.isascii() or any(not c.isprintable() for c in text):
         # what HTTP/1.1 clients send; it failed later as "write failed: 'ascii' codec ..."
-        raise argparse.ArgumentTypeError(f"a header is printable ASCII, without line breaks: {text!r}")
+        raise argparse.ArgumentTypeError(
+            f"a header is printable ASCII, without line breaks: {text!r}"
+        )
     return name.strip(), value.strip()
 
 
@@ -143,7 +146,9 @@ def _build() -> tuple[argparse.ArgumentParser, dict[str, _Parser]]:
     from .. import __version__
 
     parser.add_argument("--version", action="version", version=f"mcp-sync {__version__}")
-    sub = parser.add_subparsers(dest="subcommand", required=True, metavar="COMMAND", parser_class=_Parser)
+    sub = parser.add_subparsers(
+        dest="subcommand", required=True, metavar="COMMAND", parser_class=_Parser
+    )
     parsers: dict[str, _Parser] = {}
 
     def add(name: str, help_text: str, positionals: str, examples: Sequence[str]) -> _Parser:
@@ -163,18 +168,36 @@ def _build() -> tuple[argparse.ArgumentParser, dict[str, _Parser]]:
         g = p.add_argument_group("server")
         g.add_argument("--url", help="a Streamable HTTP server instead of a command after --")
         g.add_argument(
-            "--header", "-H", action="append", type=_header, default=[], metavar="NAME:VALUE",
+            "--header",
+            "-H",
+            action="append",
+            type=_header,
+            default=[],
+            metavar="NAME:VALUE",
             help="an HTTP header for --url (repeatable), e.g. 'Authorization: Bearer TOKEN'",
         )
         if timeout:
-            g.add_argument("--timeout", type=_positive, default=None, metavar="SECONDS", help=_TIMEOUT_HELP)
-        g.add_argument("--trace", action="store_true", help="print every JSON-RPC message sent and received on stderr")
-        g.add_argument("-v", "--verbose", action="store_true", help="show the spawned server's stderr")
+            g.add_argument(
+                "--timeout", type=_positive, default=None, metavar="SECONDS", help=_TIMEOUT_HELP
+            )
+        g.add_argument(
+            "--trace",
+            action="store_true",
+            help="print every JSON-RPC message sent and received on stderr",
+        )
+        g.add_argument(
+            "-v", "--verbose", action="store_true", help="show the spawned server's stderr"
+        )
 
     server = "python server.py"
     url = "http://127.0.0.1:8000/mcp"
 
-    p = add("tools", "list a server's tools", "", [f"mcp-sync tools -- {server}", f"mcp-sync tools --url {url}"])
+    p = add(
+        "tools",
+        "list a server's tools",
+        "",
+        [f"mcp-sync tools -- {server}", f"mcp-sync tools --url {url}"],
+    )
     connection_options(p)
     p.add_argument("--json", action="store_true", help="print the full tool objects as JSON")
 
@@ -188,36 +211,78 @@ def _build() -> tuple[argparse.ArgumentParser, dict[str, _Parser]]:
         ],
     )
     p.add_argument("tool", help="the tool's name")
-    p.add_argument("arguments", nargs="?", default="{}", metavar="JSON", help="the arguments as a JSON object (default {})")
+    p.add_argument(
+        "arguments",
+        nargs="?",
+        default="{}",
+        metavar="JSON",
+        help="the arguments as a JSON object (default {})",
+    )
     connection_options(p)
     out = p.add_argument_group("output")
-    out.add_argument("--no-progress", action="store_true", help="do not ask for progress notifications")
-    out.add_argument("--text", action="store_true", help="print the content blocks even when structured content exists")
-    out.add_argument("--raw", action="store_true", help="print the result as JSON, binary data included")
+    out.add_argument(
+        "--no-progress", action="store_true", help="do not ask for progress notifications"
+    )
+    out.add_argument(
+        "--text",
+        action="store_true",
+        help="print the content blocks even when structured content exists",
+    )
+    out.add_argument(
+        "--raw", action="store_true", help="print the result as JSON, binary data included"
+    )
 
-    p = add("ping", "ping a server", "", [f"mcp-sync ping -- {server}", f"mcp-sync ping --url {url}"])
+    p = add(
+        "ping", "ping a server", "", [f"mcp-sync ping -- {server}", f"mcp-sync ping --url {url}"]
+    )
     connection_options(p)
 
-    p = add("resources", "list a server's resources and resource templates", "",
-            [f"mcp-sync resources -- {server}", f"mcp-sync resources --json --url {url}"])
+    p = add(
+        "resources",
+        "list a server's resources and resource templates",
+        "",
+        [f"mcp-sync resources -- {server}", f"mcp-sync resources --json --url {url}"],
+    )
     connection_options(p)
     p.add_argument("--json", action="store_true", help="print the full objects as JSON")
 
-    p = add("read", "read a resource and print its contents", "URI",
-            [f"mcp-sync read 'weather://Paris' -- {server}", f"mcp-sync read file:///etc/hostname --url {url}"])
+    p = add(
+        "read",
+        "read a resource and print its contents",
+        "URI",
+        [
+            f"mcp-sync read 'weather://Paris' -- {server}",
+            f"mcp-sync read file:///etc/hostname --url {url}",
+        ],
+    )
     p.add_argument("uri", help="the resource's URI")
     connection_options(p)
-    p.add_argument("--raw", action="store_true", help="print the result as JSON, binary data included")
+    p.add_argument(
+        "--raw", action="store_true", help="print the result as JSON, binary data included"
+    )
 
-    p = add("prompts", "list a server's prompts", "",
-            [f"mcp-sync prompts -- {server}", f"mcp-sync prompts --url {url}"])
+    p = add(
+        "prompts",
+        "list a server's prompts",
+        "",
+        [f"mcp-sync prompts -- {server}", f"mcp-sync prompts --url {url}"],
+    )
     connection_options(p)
     p.add_argument("--json", action="store_true", help="print the full prompt objects as JSON")
 
-    p = add("prompt", "render a prompt and print its messages", "NAME [ARGS...]",
-            [f"mcp-sync prompt greet name=Ada -- {server}", f"mcp-sync prompt greet '{{\"name\": \"Ada\"}}' --url {url}"])
+    p = add(
+        "prompt",
+        "render a prompt and print its messages",
+        "NAME [ARGS...]",
+        [
+            f"mcp-sync prompt greet name=Ada -- {server}",
+            f'mcp-sync prompt greet \'{{"name": "Ada"}}\' --url {url}',
+        ],
+    )
     p.add_argument("name", help="the prompt's name")
-    p.add_argument("prompt_arguments", nargs="*", metavar="ARGS", help="KEY=VALUE pairs, or one JSON object")
+    p.add_argument(
+        "prompt_arguments", nargs="*", metavar="ARGS", help="KEY=VALUE pairs, or one JSON object"
+    )
     connection_options(p)
     p.add_argument("--raw", action="store_true", help="print the result as JSON")
 
@@ -232,20 +297,42 @@ def _build() -> tuple[argparse.ArgumentParser, dict[str, _Parser]]:
     )
     p.usage = "mcp-sync serve MODULE:ATTRIBUTE [--threads N] [--http [--host HOST] [--port PORT] [--path PATH] [--allowed-origin ORIGIN]]"
     p.takes_server = False
-    p.add_argument("server", help="package.module:attribute naming an mcp_sync Server (attribute default: server)")
-    p.add_argument("--threads", type=int, default=None, metavar="N", help="handler threads per connection (the Server's max_workers)")
+    p.add_argument(
+        "server",
+        help="package.module:attribute naming an mcp_sync Server (attribute default: server)",
+    )
+    p.add_argument(
+        "--threads",
+        type=int,
+        default=None,
+        metavar="N",
+        help="handler threads per connection (the Server's max_workers)",
+    )
     p.add_argument("--trace", action="store_true", help="print every JSON-RPC message on stderr")
     g = p.add_argument_group("HTTP")
     g.add_argument("--http", action="store_true", help="serve Streamable HTTP instead of stdio")
     g.add_argument("--host", default=None, help="address to listen on (default 127.0.0.1)")
-    g.add_argument("--port", type=int, default=None, help="port to listen on (default 8000; 0 picks a free one)")
+    g.add_argument(
+        "--port",
+        type=int,
+        default=None,
+        help="port to listen on (default 8000; 0 picks a free one)",
+    )
     g.add_argument("--path", default=None, help="the endpoint's path (default /mcp)")
     g.add_argument(
-        "--allowed-origin", action="append", default=[], metavar="ORIGIN",
+        "--allowed-origin",
+        action="append",
+        default=[],
+        metavar="ORIGIN",
         help="a browser Origin allowed besides localhost ones (repeatable; '*' allows any)",
     )
 
-    p = add("demo", "start a demo server, cancel a slow call, show the server stopped it", "", ["mcp-sync demo"])
+    p = add(
+        "demo",
+        "start a demo server, cancel a slow call, show the server stopped it",
+        "",
+        ["mcp-sync demo"],
+    )
     p.usage = "mcp-sync demo"
     p.takes_server = False
 
@@ -261,9 +348,19 @@ def _build() -> tuple[argparse.ArgumentParser, dict[str, _Parser]]:
     connection_options(p, timeout=False)
     g = p.add_argument_group("checks")
     g.add_argument("--slow-tool", help="a tool that runs long enough to be cancelled mid-flight")
-    g.add_argument("--slow-args", default="{}", metavar="JSON", help="its arguments as a JSON object")
-    g.add_argument("--race-calls", type=int, default=40, help="calls in the cancellation race (0: no race)")
-    g.add_argument("--grace", type=_positive, default=1.0, metavar="SECONDS", help="how long to watch for a forbidden response")
+    g.add_argument(
+        "--slow-args", default="{}", metavar="JSON", help="its arguments as a JSON object"
+    )
+    g.add_argument(
+        "--race-calls", type=int, default=40, help="calls in the cancellation race (0: no race)"
+    )
+    g.add_argument(
+        "--grace",
+        type=_positive,
+        default=1.0,
+        metavar="SECONDS",
+        help="how long to watch for a forbidden response",
+    )
     return parser, parsers
 
 

@@ -27,15 +27,23 @@ def load_server(spec: str) -> Any:
 
     module_name, _, attribute = spec.partition(":")
     attribute = attribute or "server"
-    if not module_name or not all(part.isidentifier() for part in module_name.split(".")) or not attribute.isidentifier():
-        raise UsageError(f"bad server {spec!r}: use package.module:attribute, e.g. mypackage.tools:server")
+    if (
+        not module_name
+        or not all(part.isidentifier() for part in module_name.split("."))
+        or not attribute.isidentifier()
+    ):
+        raise UsageError(
+            f"bad server {spec!r}: use package.module:attribute, e.g. mypackage.tools:server"
+        )
     if os.getcwd() not in sys.path:
         sys.path.insert(0, os.getcwd())
     try:
         module = importlib.import_module(module_name)
     except ModuleNotFoundError as exc:
         if exc.name and (module_name == exc.name or module_name.startswith(exc.name + ".")):
-            raise UsageError(f"no module named {exc.name!r} (looked in the current directory and on sys.path)") from None
+            raise UsageError(
+                f"no module named {exc.name!r} (looked in the current directory and on sys.path)"
+            ) from None
         raise CommandError(f"importing {module_name} failed: {exc}") from None
     except Exception as exc:
         where = ""
@@ -47,12 +55,18 @@ def load_server(spec: str) -> Any:
         ) from None
     if not hasattr(module, attribute):
         found = [name for name, value in vars(module).items() if isinstance(value, Server)]
-        also = f"; the Server objects in it: {', '.join(found)}" if found else "; it defines no mcp_sync.Server"
+        also = (
+            f"; the Server objects in it: {', '.join(found)}"
+            if found
+            else "; it defines no mcp_sync.Server"
+        )
         raise UsageError(f"{module_name} has no attribute {attribute!r}{also}")
     value = getattr(module, attribute)
     if not isinstance(value, Server):
         kind = type(value)
-        raise UsageError(f"{module_name}:{attribute} is a {kind.__module__}.{kind.__qualname__}, not an mcp_sync.Server")
+        raise UsageError(
+            f"{module_name}:{attribute} is a {kind.__module__}.{kind.__qualname__}, not an mcp_sync.Server"
+        )
     return value
 
 
@@ -65,8 +79,16 @@ def cmd_serve(options: argparse.Namespace, command: list[str]) -> int:
     if command:
         raise UsageError("serve takes no -- COMMAND: it is the server (clients run it as theirs)")
     if not options.http:
-        given = [flag for flag, value in (("--host", options.host), ("--port", options.port), ("--path", options.path),
-                                          ("--allowed-origin", options.allowed_origin)) if value]
+        given = [
+            flag
+            for flag, value in (
+                ("--host", options.host),
+                ("--port", options.port),
+                ("--path", options.path),
+                ("--allowed-origin", options.allowed_origin),
+            )
+            if value
+        ]
         if given:
             raise UsageError(f"{', '.join(given)} only apply with --http")
     if options.threads is not None and options.threads < 1:
@@ -85,7 +107,9 @@ def cmd_serve(options: argparse.Namespace, command: list[str]) -> int:
 
     host = options.host or "127.0.0.1"
     port = 8000 if options.port is None else options.port
-    app = server.wsgi_app(path=options.path or "/mcp", allowed_origins=options.allowed_origin or None)
+    app = server.wsgi_app(
+        path=options.path or "/mcp", allowed_origins=options.allowed_origin or None
+    )
     try:
         handle = serve_http(app, host, port, in_thread=False)
     except OSError as exc:

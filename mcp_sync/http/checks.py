@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import ipaddress
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import IO, Any, Iterable
+from typing import IO, Any
 
 __all__ = [
     "LOOPBACK_HOSTS",
@@ -162,7 +163,9 @@ def read_body(environ: dict[str, Any], max_bytes: int) -> bytes | Refusal:
         if not (declared.isascii() and declared.isdigit()):
             return Refusal("411 Length Required", "a valid Content-Length is required")
         digits = declared.lstrip("0")
-        if len(digits) > len(str(max_bytes)) or int(digits or "0") > max_bytes:  # no int() of 5,000 digits
+        if (
+            len(digits) > len(str(max_bytes)) or int(digits or "0") > max_bytes
+        ):  # no int() of 5,000 digits
             return _too_large(max_bytes)
         return _read(stream, int(digits or "0"))
     if environ.get("wsgi.input_terminated"):
@@ -171,7 +174,9 @@ def read_body(environ: dict[str, Any], max_bytes: int) -> bytes | Refusal:
             return _too_large(max_bytes)
         return body
     if "chunked" in environ.get("HTTP_TRANSFER_ENCODING", "").lower():
-        return Refusal("411 Length Required", "send Content-Length: this server cannot read a chunked body")
+        return Refusal(
+            "411 Length Required", "send Content-Length: this server cannot read a chunked body"
+        )
     return b""
 
 

@@ -43,11 +43,28 @@ import queue
 import socket
 import ssl
 import threading
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
-from ..errors import ConnectionClosed, HttpError, McpError, RequestNotSent, RequestTimeout, ResponseTooLarge, SessionEnded
-from ..jsonrpc import ErrorResponse, InvalidMessage, RequestId, Response, decode, id_key, is_valid_id
+from ..errors import (
+    ConnectionClosed,
+    HttpError,
+    McpError,
+    RequestNotSent,
+    RequestTimeout,
+    ResponseTooLarge,
+    SessionEnded,
+)
+from ..jsonrpc import (
+    ErrorResponse,
+    InvalidMessage,
+    RequestId,
+    Response,
+    decode,
+    id_key,
+    is_valid_id,
+)
 from ..transports.base import FailCall, OutboundMeta
 from .sse import Oversize, SseParser
 
@@ -111,7 +128,9 @@ def _httpx() -> Any:
     try:
         import httpx
     except ImportError as exc:  # pragma: no cover - depends on the environment
-        raise ImportError("the HTTP transport needs httpx: pip install 'mcp-sync-threaded[http]'") from exc
+        raise ImportError(
+            "the HTTP transport needs httpx: pip install 'mcp-sync-threaded[http]'"
+        ) from exc
     return httpx
 
 
@@ -195,9 +214,15 @@ class HttpClientTransport:
             self._client = http_client
             self._owns_client = False
         base = self._client.timeout
-        self._timeout = httpx.Timeout(connect=base.connect, read=None, write=base.write, pool=base.pool)
+        self._timeout = httpx.Timeout(
+            connect=base.connect, read=None, write=base.write, pool=base.pool
+        )
         # beyond a day is no limit (a socket cannot wait for an infinite or huge time)
-        self._handshake_timeout = handshake_timeout if handshake_timeout is not None and handshake_timeout <= 86400 else None
+        self._handshake_timeout = (
+            handshake_timeout
+            if handshake_timeout is not None and handshake_timeout <= 86400
+            else None
+        )
         self._reconnect = reconnect or ReconnectPolicy()
         self._open_get = open_get_stream
         self._max_event_bytes = max_event_bytes
@@ -269,7 +294,9 @@ class HttpClientTransport:
             if key is not None:
                 with self._lock:
                     self._posted[key] = written
-            self._start(self._post_request, data, meta, written, f"mcp_sync-http-request-{meta.request_id}")
+            self._start(
+                self._post_request, data, meta, written, f"mcp_sync-http-request-{meta.request_id}"
+            )
             return
         if method == "notifications/cancelled":
             key = _key(meta.cancelled_request_id)
@@ -278,7 +305,9 @@ class HttpClientTransport:
                     self._cancelled.add(key)
         with self._lock:
             if self._sender is None:
-                self._sender = threading.Thread(target=self._send_loop, name="mcp_sync-http-sender", daemon=True)
+                self._sender = threading.Thread(
+                    target=self._send_loop, name="mcp_sync-http-sender", daemon=True
+                )
                 self._threads.add(self._sender)
                 self._sender.start()
         self._outgoing.put((data, meta))
@@ -295,9 +324,20 @@ class HttpClientTransport:
         limit unless ``read_timeout``); the streaming response (raises httpx errors)."""
         extensions = {"trace": trace} if trace is not None else None
         base = self._timeout
-        timeout = base if read_timeout is None else _httpx().Timeout(connect=base.connect, read=read_timeout, write=base.write, pool=base.pool)
+        timeout = (
+            base
+            if read_timeout is None
+            else _httpx().Timeout(
+                connect=base.connect, read=read_timeout, write=base.write, pool=base.pool
+            )
+        )
         request = self._client.build_request(
-            method, self.url, content=content, headers={**self._headers, **headers}, timeout=timeout, extensions=extensions
+            method,
+            self.url,
+            content=content,
+            headers={**self._headers, **headers},
+            timeout=timeout,
+            extensions=extensions,
         )
         return self._client.send(request, stream=True, auth=self._auth)
 
@@ -317,14 +357,27 @@ class HttpClientTransport:
         trace = _SendTrace(written)
         try:
             try:
-                response = self._send("POST", self._request_headers(), data.rstrip(b"\n"), trace, read_timeout)
+                response = self._send(
+                    "POST", self._request_headers(), data.rstrip(b"\n"), trace, read_timeout
+                )
             except httpx.HTTPError as exc:
                 if is_request and read_timeout is not None and isinstance(exc, httpx.ReadTimeout):
-                    self._fail_one(request_id, RequestTimeout(f"{meta.method}: no answer from {self.url} within {read_timeout:g} s"))
+                    self._fail_one(
+                        request_id,
+                        RequestTimeout(
+                            f"{meta.method}: no answer from {self.url} within {read_timeout:g} s"
+                        ),
+                    )
                     return
-                if is_request and not trace.body_sent and (trace.traced or isinstance(exc, httpx.ConnectError)):
+                if (
+                    is_request
+                    and not trace.body_sent
+                    and (trace.traced or isinstance(exc, httpx.ConnectError))
+                ):
                     # the server cannot have read it: fail this call only
-                    failure = RequestNotSent(f"HTTP POST to {self.url} failed: {exc} ({meta.method} did not reach the server)")
+                    failure = RequestNotSent(
+                        f"HTTP POST to {self.url} failed: {exc} ({meta.method} did not reach the server)"
+                    )
                     self._fail_one(request_id, failure)
                     return
                 raise ConnectionClosed(f"HTTP POST to {self.url} failed: {exc}") from exc
@@ -340,7 +393,12 @@ class HttpClientTransport:
                 self._fail_one(request_id, refusal)
                 return
             if isinstance(refusal, McpError):
-                _log.warning("the server refused a %s: %s (HTTP %s)", meta.method or meta.kind, refusal, refusal.http_status)
+                _log.warning(
+                    "the server refused a %s: %s (HTTP %s)",
+                    meta.method or meta.kind,
+                    refusal,
+                    refusal.http_status,
+                )
                 return
             raise refusal
         if is_request and meta.method == "initialize":
@@ -354,7 +412,9 @@ class HttpClientTransport:
             if stream_inline:
                 self._read_stream(response, request_id)
             else:
-                self._start(self._read_stream, response, request_id, f"mcp_sync-http-stream-{request_id}")
+                self._start(
+                    self._read_stream, response, request_id, f"mcp_sync-http-stream-{request_id}"
+                )
         else:
             self._read_json(response, request_id)
 
@@ -379,7 +439,12 @@ class HttpClientTransport:
             response.close()
         if size > limit:
             _log.warning("dropped a JSON answer over max_response_bytes (%d)", limit)
-            self._fail_one(request_id, ResponseTooLarge(f"the answer is larger than max_response_bytes ({limit} bytes)", limit))
+            self._fail_one(
+                request_id,
+                ResponseTooLarge(
+                    f"the answer is larger than max_response_bytes ({limit} bytes)", limit
+                ),
+            )
             return
         body = b"".join(chunks)
         if body.strip():
@@ -409,7 +474,9 @@ class HttpClientTransport:
                 key = _key(meta.cancelled_request_id)
                 with self._lock:
                     written = self._posted.get(key) if key is not None else None
-                while written is not None and not written.wait(0.1):  # after its request, never before
+                while written is not None and not written.wait(
+                    0.1
+                ):  # after its request, never before
                     if self._closed.is_set():
                         return
             try:
@@ -435,7 +502,9 @@ class HttpClientTransport:
             try:
                 headers = self._request_headers()
                 headers.pop("Content-Type", None)
-                request = self._client.build_request("DELETE", self.url, headers={**self._headers, **headers}, timeout=5.0)
+                request = self._client.build_request(
+                    "DELETE", self.url, headers={**self._headers, **headers}, timeout=5.0
+                )
                 self._client.send(request, auth=self._auth).close()
             except Exception:
                 _log.debug("DELETE of the session failed", exc_info=True)
@@ -454,7 +523,9 @@ class HttpClientTransport:
             self._client.close()
 
     # -- helpers ------------------------------------------------------------------------------
-    def _request_headers(self, *, accept: str = "application/json, text/event-stream") -> dict[str, str]:
+    def _request_headers(
+        self, *, accept: str = "application/json, text/event-stream"
+    ) -> dict[str, str]:
         headers = {"Accept": accept, "Content-Type": "application/json"}
         if self.session_id is not None:
             headers["Mcp-Session-Id"] = self.session_id
@@ -497,14 +568,20 @@ class HttpClientTransport:
     def _deliver(self, data: bytes) -> None:
         if self.protocol_version is None:
             message = decode(data)
-            version = message.result.get("protocolVersion") if isinstance(message, Response) and isinstance(message.result, dict) else None
+            version = (
+                message.result.get("protocolVersion")
+                if isinstance(message, Response) and isinstance(message.result, dict)
+                else None
+            )
             if isinstance(version, str):
                 self.protocol_version = version
         self._inbox.put(data.replace(b"\n", b" "))
 
     def _start(self, target: Any, *args: Any) -> None:
         name = args[-1]
-        thread = threading.Thread(target=self._run_thread, args=(target, *args[:-1]), name=name, daemon=True)
+        thread = threading.Thread(
+            target=self._run_thread, args=(target, *args[:-1]), name=name, daemon=True
+        )
         with self._lock:
             if self._closed.is_set():
                 for arg in args[:-1]:
@@ -539,7 +616,9 @@ class HttpClientTransport:
             for chunk in response.iter_bytes():
                 for event in parser.feed_bytes(chunk):
                     if isinstance(event, Oversize):
-                        _log.warning("dropped an SSE event over max_event_bytes (%d)", self._max_event_bytes)
+                        _log.warning(
+                            "dropped an SSE event over max_event_bytes (%d)", self._max_event_bytes
+                        )
                         if answer_to is not None or event.id_known:
                             return event
                         continue
@@ -574,7 +653,11 @@ class HttpClientTransport:
                 probe, _, _ = self._get(None)
                 if probe is not None:
                     _abort(probe)
-                self._fail(ConnectionClosed(f"the answer stream of request {request_id!r} broke and could not be resumed"))
+                self._fail(
+                    ConnectionClosed(
+                        f"the answer stream of request {request_id!r} broke and could not be resumed"
+                    )
+                )
         finally:
             with self._lock:
                 self._cancelled.discard(_key(request_id))
@@ -583,7 +666,9 @@ class HttpClientTransport:
         """An event on this request's stream is over the limit: fail the call, and cancel
         the request on the server (the event may have been a notification, the work goes on)."""
         limit = self._max_event_bytes
-        failure = ResponseTooLarge(f"an SSE event of this call is larger than max_event_bytes ({limit} bytes)", limit)
+        failure = ResponseTooLarge(
+            f"an SSE event of this call is larger than max_event_bytes ({limit} bytes)", limit
+        )
         self._fail_one(request_id, failure, cancel=True)
 
     def _was_cancelled(self, request_id: Any) -> bool:
@@ -595,9 +680,17 @@ class HttpClientTransport:
         """Resume a request's stream with ``Last-Event-ID``; True once the answer came (or
         the request was cancelled by us, or failed for an oversize event)."""
         failures = 0
-        while not self._closed.is_set() and parser.last_event_id and failures < self._reconnect.attempts:
+        while (
+            not self._closed.is_set()
+            and parser.last_event_id
+            and failures < self._reconnect.attempts
+        ):
             failures += 1
-            delay = (parser.retry_ms / 1000) if parser.retry_ms is not None else self._reconnect.wait(failures)
+            delay = (
+                (parser.retry_ms / 1000)
+                if parser.retry_ms is not None
+                else self._reconnect.wait(failures)
+            )
             if self._closed.wait(delay):
                 return False
             response, _, _ = self._get(parser.last_event_id)
@@ -635,7 +728,9 @@ class HttpClientTransport:
             if isinstance(refusal, SessionEnded):
                 self._fail(refusal)
             return None, status, None
-        if status != 200 or not response.headers.get("content-type", "").startswith("text/event-stream"):
+        if status != 200 or not response.headers.get("content-type", "").startswith(
+            "text/event-stream"
+        ):
             retry_after = response.headers.get("retry-after", "")
             response.close()
             delay = header_int(retry_after)
@@ -669,12 +764,18 @@ class HttpClientTransport:
                 if error == 405 or self._failure is not None:
                     return  # the server offers no GET stream, or the session ended
                 if error in (429, 503):  # busy (too many streams): try again later
-                    wait = min(policy.max_delay, retry_after if retry_after is not None else policy.wait(failures + 1))
+                    wait = min(
+                        policy.max_delay,
+                        retry_after if retry_after is not None else policy.wait(failures + 1),
+                    )
                     if self._closed.wait(wait):
                         return
                     continue
                 if isinstance(error, int) and 400 <= error < 500:
-                    _log.warning("the server refused the GET stream (HTTP %d): no server-initiated messages", error)
+                    _log.warning(
+                        "the server refused the GET stream (HTTP %d): no server-initiated messages",
+                        error,
+                    )
                     return
                 failures += 1
                 if failures > policy.attempts:
@@ -699,7 +800,12 @@ def _concerns_this_request(refusal: BaseException) -> bool:
     or a 4xx other than 401/403 (authentication) and 404 (the session ended)."""
     if isinstance(refusal, McpError):
         return True
-    return isinstance(refusal, HttpError) and not isinstance(refusal, SessionEnded) and 400 <= refusal.status < 500 and refusal.status not in (401, 403)
+    return (
+        isinstance(refusal, HttpError)
+        and not isinstance(refusal, SessionEnded)
+        and 400 <= refusal.status < 500
+        and refusal.status not in (401, 403)
+    )
 
 
 def _key(request_id: Any) -> tuple[type, Any] | None:

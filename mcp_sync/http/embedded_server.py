@@ -30,7 +30,8 @@ import socketserver
 import sys
 import threading
 import time
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, Any
 from wsgiref.simple_server import WSGIRequestHandler, WSGIServer
 
 from .checks import HostAllowList
@@ -89,12 +90,16 @@ class _DeadlineReader(io.RawIOBase):
     def readinto(self, buffer: Any) -> int:
         remaining = self._deadline - time.monotonic()
         if remaining <= 0:
-            raise TimeoutError(f"the request did not arrive within the read timeout of {self._timeout:g} s")
+            raise TimeoutError(
+                f"the request did not arrive within the read timeout of {self._timeout:g} s"
+            )
         self._sock.settimeout(remaining)
         try:
             return self._sock.recv_into(buffer)
-        except socket.timeout as exc:
-            raise TimeoutError(f"the request did not arrive within the read timeout of {self._timeout:g} s") from exc
+        except TimeoutError as exc:
+            raise TimeoutError(
+                f"the request did not arrive within the read timeout of {self._timeout:g} s"
+            ) from exc
         finally:
             self._sock.settimeout(None)
 
@@ -114,7 +119,9 @@ class _ThreadingWSGIServer(socketserver.ThreadingMixIn, WSGIServer):
         max_connections: int = DEFAULT_MAX_CONNECTIONS,
     ) -> None:
         if backlog < 1 or max_connections < 1 or read_timeout <= 0:
-            raise ValueError("backlog and max_connections must be at least 1, read_timeout positive")
+            raise ValueError(
+                "backlog and max_connections must be at least 1, read_timeout positive"
+            )
         self.request_queue_size = backlog  # listen() uses it when the base class activates
         self.read_timeout = read_timeout
         self.max_connections = max_connections
@@ -140,7 +147,12 @@ class _ThreadingWSGIServer(socketserver.ThreadingMixIn, WSGIServer):
         return request
 
     def process_request(self, request: Any, client_address: Any) -> None:
-        thread = threading.Thread(target=self._serve_connection, args=(request, client_address), name=CONNECTION_THREAD_NAME, daemon=True)
+        thread = threading.Thread(
+            target=self._serve_connection,
+            args=(request, client_address),
+            name=CONNECTION_THREAD_NAME,
+            daemon=True,
+        )
         try:
             thread.start()
         except BaseException:
@@ -196,7 +208,10 @@ class _HostGuard:
         if refusal is None:
             return self.app(environ, start_response)
         body = refusal.detail.encode()
-        start_response(refusal.status, [("Content-Type", "text/plain; charset=utf-8"), ("Content-Length", str(len(body)))])
+        start_response(
+            refusal.status,
+            [("Content-Type", "text/plain; charset=utf-8"), ("Content-Length", str(len(body)))],
+        )
         return [body]
 
 
@@ -212,7 +227,9 @@ def _is_loopback(host: str) -> bool:
 class HttpServerHandle:
     """A running HTTP server (see :func:`serve_http`)."""
 
-    def __init__(self, httpd: _ThreadingWSGIServer, app: Any, thread: threading.Thread | None) -> None:
+    def __init__(
+        self, httpd: _ThreadingWSGIServer, app: Any, thread: threading.Thread | None
+    ) -> None:
         self._httpd = httpd
         self.app = app
         self._thread = thread
@@ -288,7 +305,11 @@ def serve_http(
             Bound elsewhere, ``Host`` is left to the app.
     """
     httpd = _ThreadingWSGIServer(
-        (host, port), _QuietHandler, backlog=backlog, read_timeout=read_timeout, max_connections=max_connections
+        (host, port),
+        _QuietHandler,
+        backlog=backlog,
+        read_timeout=read_timeout,
+        max_connections=max_connections,
     )
     try:
         if _is_loopback(host):
@@ -304,6 +325,11 @@ def serve_http(
         raise
     thread = None
     if in_thread:
-        thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.1}, name="mcp_sync-http-server", daemon=True)
+        thread = threading.Thread(
+            target=httpd.serve_forever,
+            kwargs={"poll_interval": 0.1},
+            name="mcp_sync-http-server",
+            daemon=True,
+        )
         thread.start()
     return HttpServerHandle(httpd, app, thread)

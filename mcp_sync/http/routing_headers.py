@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import base64
 import binascii
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from ..errors import McpError
 from ..jsonrpc import (
@@ -28,18 +29,31 @@ from ..lifecycle import PROTOCOL_VERSION_KEY
 
 __all__ = ["NAME_PARAMS", "check_routing_headers", "decode_header_value", "http_status_for"]
 
-NAME_PARAMS: Mapping[str, str] = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
+NAME_PARAMS: Mapping[str, str] = {
+    "tools/call": "name",
+    "prompts/get": "name",
+    "resources/read": "uri",
+}
 """The methods whose POST carries ``Mcp-Name``, and the parameter it repeats."""
 
 _SENTINEL_START, _SENTINEL_END = "=?base64?", "?="
 
-_BAD_REQUEST_CODES = frozenset({INVALID_PARAMS, HEADER_MISMATCH, MISSING_REQUIRED_CLIENT_CAPABILITY, UNSUPPORTED_PROTOCOL_VERSION})
+_BAD_REQUEST_CODES = frozenset(
+    {
+        INVALID_PARAMS,
+        HEADER_MISMATCH,
+        MISSING_REQUIRED_CLIENT_CAPABILITY,
+        UNSUPPORTED_PROTOCOL_VERSION,
+    }
+)
 
 
 def decode_header_value(value: str) -> str | None:
     """The value a header carries: the decoded text of the ``=?base64?...?=`` form, the value
     itself otherwise; ``None`` for a sentinel whose content is not base64 of UTF-8."""
-    if not (value.startswith(_SENTINEL_START) and value.endswith(_SENTINEL_END)) or len(value) < len(_SENTINEL_START) + len(_SENTINEL_END):
+    if not (value.startswith(_SENTINEL_START) and value.endswith(_SENTINEL_END)) or len(
+        value
+    ) < len(_SENTINEL_START) + len(_SENTINEL_END):
         return value
     encoded = value[len(_SENTINEL_START) : -len(_SENTINEL_END)]
     try:
@@ -66,7 +80,9 @@ def check_routing_headers(environ: Mapping[str, Any], method: str, params: Any) 
     if version is None:
         return _mismatch("the MCP-Protocol-Version header is missing")
     if isinstance(body_version, str) and version != body_version:
-        return _mismatch(f"MCP-Protocol-Version {version!r} does not match the body's {body_version!r}")
+        return _mismatch(
+            f"MCP-Protocol-Version {version!r} does not match the body's {body_version!r}"
+        )
     sent_method = _header(environ, "Mcp-Method")
     if sent_method is None:
         return _mismatch("the Mcp-Method header is missing")
@@ -77,7 +93,9 @@ def check_routing_headers(environ: Mapping[str, Any], method: str, params: Any) 
         return None
     sent_name = _header(environ, "Mcp-Name")
     if sent_name is None:
-        return _mismatch(f"the Mcp-Name header is missing (a {method} request repeats params.{key} in it)")
+        return _mismatch(
+            f"the Mcp-Name header is missing (a {method} request repeats params.{key} in it)"
+        )
     expected = params.get(key) if isinstance(params, Mapping) else None
     decoded = decode_header_value(sent_name)
     if decoded is None:

@@ -59,7 +59,9 @@ class HttpSessionTransport:
         self._closed = threading.Event()
 
     # -- streams ------------------------------------------------------------------------------
-    def open_request_stream(self, request_id: RequestId, *, json_mode: bool = False) -> EventStream | None:
+    def open_request_stream(
+        self, request_id: RequestId, *, json_mode: bool = False
+    ) -> EventStream | None:
         """Register the stream that answers request ``request_id``; ``None`` if that id
         already has one (a duplicate id)."""
         key = id_key(request_id)
@@ -183,4 +185,3 @@ class HttpSessionTransport:
     def closed(self) -> bool:
         """True after :meth:`close`."""
         return self._closed.is_set()
-

@@ -13,7 +13,7 @@ import re
 import threading
 import time
 from collections import deque
-from typing import Iterator, Optional, Tuple
+from collections.abc import Iterator
 
 __all__ = [
     "EventStream",
@@ -43,7 +43,12 @@ def parse_event_id(value: str) -> tuple[str, int] | None:
     digits, an empty stream name -- is ``None``, never an exception.
     """
     stream, sep, number = value.rpartition(":")
-    if not sep or not stream or not (number.isascii() and number.isdigit()) or len(number) > MAX_EVENT_NUMBER_DIGITS:
+    if (
+        not sep
+        or not stream
+        or not (number.isascii() and number.isdigit())
+        or len(number) > MAX_EVENT_NUMBER_DIGITS
+    ):
         return None
     return stream, int(number)
 
@@ -140,7 +145,11 @@ class EventStream:
                         remaining = deadline - now
                         if remaining <= 0:
                             break
-                        self._cond.wait(min(remaining, 0.5, until - now) if until is not None else min(remaining, 0.5))
+                        self._cond.wait(
+                            min(remaining, 0.5, until - now)
+                            if until is not None
+                            else min(remaining, 0.5)
+                        )
                 if not pending:
                     yield b": keep-alive\n\n"
                     continue
@@ -196,7 +205,7 @@ class Oversize:
         return f"Oversize(id_known={self.id_known})"
 
 
-SseEvent = Tuple[Optional[str], str, str]
+SseEvent = tuple[str | None, str, str]
 """A finished event, ``(event id, event type, data)``."""
 
 _LINE_END = re.compile(rb"\r\n|\r|\n")

@@ -15,8 +15,9 @@ from __future__ import annotations
 import json
 import threading
 import time
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Iterator, Mapping
+from typing import TYPE_CHECKING, Any
 
 from ..errors import McpError
 from ..jsonrpc import INVALID_PARAMS, UNSUPPORTED_PROTOCOL_VERSION, ErrorResponse, Request, encode
@@ -29,7 +30,14 @@ from .sse import EventStream
 if TYPE_CHECKING:  # pragma: no cover
     from ..server import Server, ServerSession
 
-__all__ = ["KEEPALIVE_COMMENT", "Answer", "StatelessRequest", "handshake_refusal", "is_modern_post", "refuse"]
+__all__ = [
+    "KEEPALIVE_COMMENT",
+    "Answer",
+    "StatelessRequest",
+    "handshake_refusal",
+    "is_modern_post",
+    "refuse",
+]
 
 KEEPALIVE_COMMENT = b": ping\n\n"
 """The SSE comment a long 2026-07-28 answer sends while its handler runs: writing it is how
@@ -61,7 +69,10 @@ def is_modern_post(environ: Mapping[str, Any], params: Any, method: str | None) 
 
 def refuse(request: Request, error: McpError) -> Answer:
     """The answer that refuses ``request`` with ``error``, with the status its code calls for."""
-    return Answer(http_status_for(error.code), encode(ErrorResponse(request.id, error.code, error.message, error.data)))
+    return Answer(
+        http_status_for(error.code),
+        encode(ErrorResponse(request.id, error.code, error.message, error.data)),
+    )
 
 
 def handshake_refusal(request: Request) -> McpError | None:
@@ -81,7 +92,9 @@ def handshake_refusal(request: Request) -> McpError | None:
         Lifecycle.read_envelope(request.params)
     except McpError as exc:
         return exc
-    return McpError(INVALID_PARAMS, "the request carries no 2026-07-28 envelope")  # pragma: no cover
+    return McpError(
+        INVALID_PARAMS, "the request carries no 2026-07-28 envelope"
+    )  # pragma: no cover
 
 
 class StatelessRequest:
@@ -94,7 +107,9 @@ class StatelessRequest:
     def __init__(self, server: Server, pool: WorkerPool, request: Request, line: bytes) -> None:
         self.request = request
         self._transport = HttpSessionTransport("stateless", replay=_UNRELATED_KEPT)
-        self._session: ServerSession = server.connect(self._transport, read=False, pool=pool, batches=False)
+        self._session: ServerSession = server.connect(
+            self._transport, read=False, pool=pool, batches=False
+        )
         stream = self._transport.open_request_stream(request.id, json_mode=True)
         assert stream is not None  # a fresh transport knows no id yet
         self.stream: EventStream = stream
@@ -114,7 +129,9 @@ class StatelessRequest:
         code = error.get("code") if isinstance(error, dict) else None
         return Answer(http_status_for(code if isinstance(code, int) else None), data)
 
-    def sse_events(self, keepalive: float, timeout: float, stop: threading.Event) -> Iterator[bytes]:
+    def sse_events(
+        self, keepalive: float, timeout: float, stop: threading.Event
+    ) -> Iterator[bytes]:
         """The body of an SSE answer: a keep-alive comment at once (it sends the headers)
         and every ``keepalive`` seconds while the handler runs, then the response as one
         ``message`` event. Ends without a response when the request is cancelled, the app

@@ -45,8 +45,9 @@ import math
 import secrets
 import threading
 import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from ..jsonrpc import (
@@ -63,15 +64,15 @@ from ..jsonrpc import (
     encode,
     id_key,
 )
-from .checks import HostAllowList, Refusal, check_content_type, read_body
 from ..lifecycle import HANDSHAKE_VERSIONS
 from ..protocol import CANCELLED_METHOD as CANCELLED
 from ..transports.batching import BATCH_REVISIONS, EMPTY_BATCH, split_batch
+from ..workers import DEFAULT_WAIT_WARNING, PoolStats, WorkerPool
+from .checks import HostAllowList, Refusal, check_content_type, read_body
 from .routing_headers import check_routing_headers
 from .session_transport import HttpSessionTransport
-from .stateless import StatelessRequest, handshake_refusal, is_modern_post, refuse
 from .sse import EventStream, parse_event_id
-from ..workers import DEFAULT_WAIT_WARNING, PoolStats, WorkerPool
+from .stateless import StatelessRequest, handshake_refusal, is_modern_post, refuse
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..server import Server, ServerSession
@@ -98,7 +99,11 @@ QUICK_ANSWER_WINDOW = 0.005
 """Seconds a request's SSE answer is held back; a stream that ends within it (a quick
 call) is sent whole, with a ``Content-Length``, which keeps the connection reusable."""
 
-_SSE_HEADERS = (("Content-Type", "text/event-stream"), ("Cache-Control", "no-cache, no-transform"), ("X-Accel-Buffering", "no"))
+_SSE_HEADERS = (
+    ("Content-Type", "text/event-stream"),
+    ("Cache-Control", "no-cache, no-transform"),
+    ("X-Accel-Buffering", "no"),
+)
 """Headers of every SSE answer (the last one keeps proxies such as nginx from buffering)."""
 
 _LOCAL_HOSTS = {"localhost", "127.0.0.1", "[::1]", "::1"}
@@ -405,9 +410,14 @@ class McpWsgiApp:
 
     # -- WSGI ---------------------------------------------------------------------------------
     def __call__(self, environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
-        if self.path is not None and environ.get("PATH_INFO", "") not in (self.path, self.path.rstrip("/") + "/"):
+        if self.path is not None and environ.get("PATH_INFO", "") not in (
+            self.path,
+            self.path.rstrip("/") + "/",
+        ):
             return _plain(start_response, "404 Not Found", "not found")
-        refusal = self._check_host(environ) or self._check_origin(environ) or self._check_auth(environ)
+        refusal = (
+            self._check_host(environ) or self._check_origin(environ) or self._check_auth(environ)
+        )
         if refusal is not None:
             return refusal(start_response)
         self._sweep()
@@ -415,18 +425,32 @@ class McpWsgiApp:
         if method == "POST":
             return self._post(environ, start_response)
         if self.modern_only:
-            return _plain(start_response, "405 Method Not Allowed", "protocol 2026-07-28 is served by POST only", [("Allow", "POST")])
+            return _plain(
+                start_response,
+                "405 Method Not Allowed",
+                "protocol 2026-07-28 is served by POST only",
+                [("Allow", "POST")],
+            )
         if method == "GET":
             return self._get(environ, start_response)
         if method == "DELETE":
             return self._delete(environ, start_response)
-        return _plain(start_response, "405 Method Not Allowed", "use POST, GET or DELETE", [("Allow", "GET, POST, DELETE")])
+        return _plain(
+            start_response,
+            "405 Method Not Allowed",
+            "use POST, GET or DELETE",
+            [("Allow", "GET, POST, DELETE")],
+        )
 
-    def _check_host(self, environ: dict[str, Any]) -> Callable[[StartResponse], Iterable[bytes]] | None:
+    def _check_host(
+        self, environ: dict[str, Any]
+    ) -> Callable[[StartResponse], Iterable[bytes]] | None:
         refusal = None if self._hosts is None else self._hosts.check(environ.get("HTTP_HOST"))
         return None if refusal is None else _refuse(refusal)
 
-    def _check_origin(self, environ: dict[str, Any]) -> Callable[[StartResponse], Iterable[bytes]] | None:
+    def _check_origin(
+        self, environ: dict[str, Any]
+    ) -> Callable[[StartResponse], Iterable[bytes]] | None:
         origin = environ.get("HTTP_ORIGIN")
         if origin is None or "*" in self.allowed_origins or origin in self.allowed_origins:
             return None
@@ -435,7 +459,9 @@ class McpWsgiApp:
             return None
         return lambda sr: _plain(sr, "403 Forbidden", f"origin {origin} is not allowed")
 
-    def _check_auth(self, environ: dict[str, Any]) -> Callable[[StartResponse], Iterable[bytes]] | None:
+    def _check_auth(
+        self, environ: dict[str, Any]
+    ) -> Callable[[StartResponse], Iterable[bytes]] | None:
         if self.auth is None:
             return None
         try:
@@ -446,28 +472,45 @@ class McpWsgiApp:
         if verdict is None or verdict is True:
             return None
         if verdict is False or verdict == 401:
-            return lambda sr: _plain(sr, "401 Unauthorized", "authentication required", [("WWW-Authenticate", "Bearer")])
+            return lambda sr: _plain(
+                sr, "401 Unauthorized", "authentication required", [("WWW-Authenticate", "Bearer")]
+            )
         if verdict == 403:
             return lambda sr: _plain(sr, "403 Forbidden", "forbidden")
         return lambda sr: _plain(sr, f"{int(verdict)} Refused", "refused")
 
     def _session_for(
-        self, environ: dict[str, Any], start_response: StartResponse, request_id: RequestId | None = None
+        self,
+        environ: dict[str, Any],
+        start_response: StartResponse,
+        request_id: RequestId | None = None,
     ) -> tuple[_HttpSession | None, Iterable[bytes] | None]:
         """The session a request names, or the refusal to send (echoing ``request_id``,
         the id of the POSTed request, when there is one)."""
         session_id = environ.get("HTTP_MCP_SESSION_ID")
         if not session_id:
-            return None, _jsonrpc_error(start_response, "400 Bad Request", INVALID_REQUEST, "Missing Mcp-Session-Id header", request_id)
+            return None, _jsonrpc_error(
+                start_response,
+                "400 Bad Request",
+                INVALID_REQUEST,
+                "Missing Mcp-Session-Id header",
+                request_id,
+            )
         with self._lock:
             entry = self._sessions.get(session_id)
         if entry is None or entry.session.closed:
-            return None, _jsonrpc_error(start_response, "404 Not Found", INVALID_REQUEST, "Session not found", request_id)
+            return None, _jsonrpc_error(
+                start_response, "404 Not Found", INVALID_REQUEST, "Session not found", request_id
+            )
         entry.last_seen = self._clock()
         version = environ.get("HTTP_MCP_PROTOCOL_VERSION")
         if version is not None and version not in HANDSHAKE_VERSIONS:
             return None, _jsonrpc_error(
-                start_response, "400 Bad Request", INVALID_REQUEST, f"Unsupported MCP-Protocol-Version: {version}", request_id
+                start_response,
+                "400 Bad Request",
+                INVALID_REQUEST,
+                f"Unsupported MCP-Protocol-Version: {version}",
+                request_id,
             )
         return entry, None
 
@@ -479,7 +522,11 @@ class McpWsgiApp:
         wants_sse = "text/event-stream" in accept or "*/*" in accept
         wants_json = "application/json" in accept or "*/*" in accept
         if not wants_sse and not wants_json:
-            return _plain(start_response, "406 Not Acceptable", "Accept must list application/json and text/event-stream")
+            return _plain(
+                start_response,
+                "406 Not Acceptable",
+                "Accept must list application/json and text/event-stream",
+            )
         body = read_body(environ, self.max_body_bytes)
         if isinstance(body, Refusal):
             return _refuse(body)(start_response)
@@ -496,7 +543,9 @@ class McpWsgiApp:
             reply = message.reply or ErrorResponse(None, INVALID_REQUEST, message.detail)
             return _json(start_response, "400 Bad Request", encode(reply))
         method = message.method if isinstance(message, Request) else None
-        if isinstance(message, (Request, Notification)) and (self.modern_only or is_modern_post(environ, message.params, method)):
+        if isinstance(message, (Request, Notification)) and (
+            self.modern_only or is_modern_post(environ, message.params, method)
+        ):
             return self._post_modern(environ, message, body, start_response, wants_sse)
         is_initialize = isinstance(message, Request) and message.method == "initialize"
         entry: _HttpSession | None
@@ -504,12 +553,16 @@ class McpWsgiApp:
             assert isinstance(message, Request)
             busy = self._busy_reply(message)
             if busy is not None:
-                return _json(start_response, "503 Service Unavailable", busy, [("Retry-After", "5")])
+                return _json(
+                    start_response, "503 Service Unavailable", busy, [("Retry-After", "5")]
+                )
             entry = self._new_session()
             if entry is None:
                 return self._refuse_session(start_response, message.id)
         else:
-            entry, refusal = self._session_for(environ, start_response, message.id if isinstance(message, Request) else None)
+            entry, refusal = self._session_for(
+                environ, start_response, message.id if isinstance(message, Request) else None
+            )
             if refusal is not None:
                 return refusal
             busy = self._busy_reply(message, entry) if isinstance(message, Request) else None
@@ -523,7 +576,13 @@ class McpWsgiApp:
         json_mode = self.json_response or not wants_sse
         stream = entry.transport.open_request_stream(message.id, json_mode=json_mode)
         if stream is None:
-            return _jsonrpc_error(start_response, "409 Conflict", INVALID_REQUEST, "request id is already in use", message.id)
+            return _jsonrpc_error(
+                start_response,
+                "409 Conflict",
+                INVALID_REQUEST,
+                "request id is already in use",
+                message.id,
+            )
         self._deliver(entry, message, line)
         headers = [("Mcp-Session-Id", entry.transport.session_id)] if is_initialize else []
         if json_mode:
@@ -542,10 +601,17 @@ class McpWsgiApp:
             "200 OK",
             [*_SSE_HEADERS, *headers],
         )
-        return stream.events(0, keepalive=self.keepalive, stop=self._stopping)  # first: a priming event, which sends the headers at once
+        return stream.events(
+            0, keepalive=self.keepalive, stop=self._stopping
+        )  # first: a priming event, which sends the headers at once
 
     def _post_modern(
-        self, environ: dict[str, Any], message: Request | Notification, body: bytes, start_response: StartResponse, wants_sse: bool
+        self,
+        environ: dict[str, Any],
+        message: Request | Notification,
+        body: bytes,
+        start_response: StartResponse,
+        wants_sse: bool,
     ) -> Iterable[bytes]:
         """A 2026-07-28 message, served statelessly: no session, no ``Mcp-Session-Id``,
         ``Last-Event-ID`` ignored. A notification is accepted (``202``) and dropped: at
@@ -554,7 +620,9 @@ class McpWsgiApp:
         cancels it."""
         if not isinstance(message, Request):
             return _plain(start_response, "202 Accepted", "")
-        error = handshake_refusal(message) or check_routing_headers(environ, message.method, message.params)
+        error = handshake_refusal(message) or check_routing_headers(
+            environ, message.method, message.params
+        )
         if error is not None:
             answer = refuse(message, error)
             return _json(start_response, answer.status, answer.body)
@@ -562,7 +630,13 @@ class McpWsgiApp:
         if busy is not None:
             return _json(start_response, "503 Service Unavailable", busy, [("Retry-After", "5")])
         if self._stopping.is_set():
-            return _jsonrpc_error(start_response, "503 Service Unavailable", SERVER_BUSY, "the server is shutting down", message.id)
+            return _jsonrpc_error(
+                start_response,
+                "503 Service Unavailable",
+                SERVER_BUSY,
+                "the server is shutting down",
+                message.id,
+            )
         served = StatelessRequest(self.server, self.pool, message, body.replace(b"\n", b" "))
         sse = wants_sse and not self.json_response
         try:
@@ -573,11 +647,15 @@ class McpWsgiApp:
         if reply is None and sse and not served.stream.ended:
             start_response("200 OK", list(_SSE_HEADERS))
             # the body's close() (after the answer, or when the client went away) ends it
-            return _StandaloneBody(served.sse_events(self.keepalive, self.request_timeout, self._stopping), served.end)
+            return _StandaloneBody(
+                served.sse_events(self.keepalive, self.request_timeout, self._stopping), served.end
+            )
         served.end()
         if reply is None:
             detail = f"no answer within the server's request_timeout of {self.request_timeout:g} s"
-            return _jsonrpc_error(start_response, "503 Service Unavailable", SERVER_BUSY, detail, message.id)
+            return _jsonrpc_error(
+                start_response, "503 Service Unavailable", SERVER_BUSY, detail, message.id
+            )
         return _json(start_response, reply.status, reply.body)
 
     @staticmethod
@@ -585,7 +663,11 @@ class McpWsgiApp:
         """Hand one message to the session. A cancellation whose request has not arrived
         yet (it overtook it on another connection) is kept until it does; a request is
         followed by such a cancellation, if one came first."""
-        if isinstance(message, Notification) and message.method == CANCELLED and isinstance(message.params, dict):
+        if (
+            isinstance(message, Notification)
+            and message.method == CANCELLED
+            and isinstance(message.params, dict)
+        ):
             if not entry.transport.cancel_arrived(message.params.get("requestId"), line):
                 return  # kept until its request arrives
         entry.session.endpoint.receive_line(line)
@@ -594,7 +676,9 @@ class McpWsgiApp:
             if early_cancel is not None:
                 entry.session.endpoint.receive_line(early_cancel)
 
-    def _json_answer(self, entry: _HttpSession, request_id: RequestId, stream: EventStream, timeout: float) -> bytes | None:
+    def _json_answer(
+        self, entry: _HttpSession, request_id: RequestId, stream: EventStream, timeout: float
+    ) -> bytes | None:
         """Wait for the response to a JSON-mode request; ``None`` when it was cancelled.
 
         When ``timeout`` passes first, the POST can carry no answer any more, so the
@@ -602,10 +686,14 @@ class McpWsgiApp:
         data = stream.wait_for_event(timeout)
         if data is None and not stream.ended:
             reason = f"no answer within the server's request_timeout of {self.request_timeout:g} s"
-            entry.session.endpoint.receive_line(encode(Notification(CANCELLED, {"requestId": request_id, "reason": reason})))
+            entry.session.endpoint.receive_line(
+                encode(Notification(CANCELLED, {"requestId": request_id, "reason": reason}))
+            )
         return data
 
-    def _busy_reply(self, message: Request, entry: _HttpSession | None = None, ahead: int = 0) -> bytes | None:
+    def _busy_reply(
+        self, message: Request, entry: _HttpSession | None = None, ahead: int = 0
+    ) -> bytes | None:
         """The error that refuses ``message`` when ``max_queued`` requests wait for a worker
         already, or its session has ``max_session_requests`` in flight; ``None`` when it may
         go on. ``ahead``: requests admitted just before it and not counted yet (earlier
@@ -613,7 +701,10 @@ class McpWsgiApp:
         if message.method == "ping":
             return None
         detail = None
-        if entry is not None and entry.session.endpoint.in_flight()[0] + ahead >= self.max_session_requests:
+        if (
+            entry is not None
+            and entry.session.endpoint.in_flight()[0] + ahead >= self.max_session_requests
+        ):
             detail = f"too many requests in flight in this session (max_session_requests={self.max_session_requests})"
         else:
             queued = self.pool.stats().queued + ahead
@@ -624,7 +715,9 @@ class McpWsgiApp:
         _log.debug("refused %s: %s", message.method, detail)
         return encode(ErrorResponse(message.id, SERVER_BUSY, detail))
 
-    def _refuse_session(self, start_response: StartResponse, request_id: RequestId) -> Iterable[bytes]:
+    def _refuse_session(
+        self, start_response: StartResponse, request_id: RequestId
+    ) -> Iterable[bytes]:
         if self._stopping.is_set():
             detail = "the server is shutting down"
         else:
@@ -636,7 +729,9 @@ class McpWsgiApp:
             [("Retry-After", "5")],
         )
 
-    def _post_batch(self, items: list[Any], environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
+    def _post_batch(
+        self, items: list[Any], environ: dict[str, Any], start_response: StartResponse
+    ) -> Iterable[bytes]:
         """A JSON-RPC batch: allowed in sessions at revision 2025-03-26 only.
 
         Every element goes to the session in array order. The requests are answered
@@ -663,14 +758,16 @@ class McpWsgiApp:
                 return busy
             stream = entry.transport.open_request_stream(request.id, json_mode=True)
             if stream is None:
-                return encode(ErrorResponse(request.id, INVALID_REQUEST, "request id is already in use"))
+                return encode(
+                    ErrorResponse(request.id, INVALID_REQUEST, "request id is already in use")
+                )
             streams[id_key(request.id)] = stream
             return None
 
         split = split_batch(items, admit)
         replies = split.replies  # in the order they are known; JSON-RPC allows any order
         waiting = [(request.id, streams[id_key(request.id)]) for request in split.requests]
-        for message, line in zip(split.messages, split.lines):
+        for message, line in zip(split.messages, split.lines, strict=True):
             self._deliver(entry, message, line)
         if not waiting and not replies:
             return _plain(start_response, "202 Accepted", "")
@@ -681,11 +778,15 @@ class McpWsgiApp:
                 replies.append(data)
         if not replies:
             return _plain(start_response, "204 No Content", "")  # every request was cancelled
-        return _json(start_response, "200 OK", b"[" + b",".join(r.rstrip(b"\n") for r in replies) + b"]")
+        return _json(
+            start_response, "200 OK", b"[" + b",".join(r.rstrip(b"\n") for r in replies) + b"]"
+        )
 
     def _get(self, environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
         if "text/event-stream" not in environ.get("HTTP_ACCEPT", "").lower():
-            return _plain(start_response, "406 Not Acceptable", "Accept must list text/event-stream")
+            return _plain(
+                start_response, "406 Not Acceptable", "Accept must list text/event-stream"
+            )
         entry, refusal = self._session_for(environ, start_response)
         if refusal is not None:
             return refusal
@@ -708,7 +809,9 @@ class McpWsgiApp:
             after = parsed[1]
         with entry.get_lock:
             if not last and entry.get_active:  # a resumption may replace a stream still open
-                return _plain(start_response, "409 Conflict", "a GET stream is already open for this session")
+                return _plain(
+                    start_response, "409 Conflict", "a GET stream is already open for this session"
+                )
             entry.get_active += 1
         with self._streams_lock:
             full = self._standalone_open >= self.max_standalone_streams
@@ -718,9 +821,16 @@ class McpWsgiApp:
             with entry.get_lock:
                 entry.get_active -= 1
             retry_after = str(max(1, math.ceil(self.stream_retry)))
-            return _plain(start_response, "503 Service Unavailable", "too many open streams; try again later", [("Retry-After", retry_after)])
+            return _plain(
+                start_response,
+                "503 Service Unavailable",
+                "too many open streams; try again later",
+                [("Retry-After", retry_after)],
+            )
         start_response("200 OK", list(_SSE_HEADERS))
-        return _StandaloneBody(self._standalone_events(entry, after), lambda: self._release_stream(entry))
+        return _StandaloneBody(
+            self._standalone_events(entry, after), lambda: self._release_stream(entry)
+        )
 
     def _standalone_events(self, entry: _HttpSession, after: int | None) -> Iterator[bytes]:
         stream = entry.transport.standalone
@@ -781,17 +891,43 @@ def _refuse(refusal: Refusal) -> Callable[[StartResponse], Iterable[bytes]]:
     return lambda sr: _plain(sr, refusal.status, refusal.detail)
 
 
-def _plain(start_response: StartResponse, status: str, text: str, headers: list[tuple[str, str]] | None = None) -> list[bytes]:
+def _plain(
+    start_response: StartResponse,
+    status: str,
+    text: str,
+    headers: list[tuple[str, str]] | None = None,
+) -> list[bytes]:
     body = text.encode()
-    start_response(status, [("Content-Type", "text/plain; charset=utf-8"), ("Content-Length", str(len(body))), *(headers or [])])
+    start_response(
+        status,
+        [
+            ("Content-Type", "text/plain; charset=utf-8"),
+            ("Content-Length", str(len(body))),
+            *(headers or []),
+        ],
+    )
     return [body]
 
 
-def _json(start_response: StartResponse, status: str, data: bytes, headers: list[tuple[str, str]] | None = None) -> list[bytes]:
+def _json(
+    start_response: StartResponse,
+    status: str,
+    data: bytes,
+    headers: list[tuple[str, str]] | None = None,
+) -> list[bytes]:
     body = data.rstrip(b"\n")
-    start_response(status, [("Content-Type", "application/json"), ("Content-Length", str(len(body))), *(headers or [])])
+    start_response(
+        status,
+        [
+            ("Content-Type", "application/json"),
+            ("Content-Length", str(len(body))),
+            *(headers or []),
+        ],
+    )
     return [body]
 
 
-def _jsonrpc_error(start_response: StartResponse, status: str, code: int, message: str, request_id: Any = None) -> list[bytes]:
+def _jsonrpc_error(
+    start_response: StartResponse, status: str, code: int, message: str, request_id: Any = None
+) -> list[bytes]:
     return _json(start_response, status, encode(ErrorResponse(request_id, code, message)))

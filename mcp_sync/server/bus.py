@@ -448,7 +448,6 @@ class InProcessBus(_ClosedOnExit):
         self._dispatcher.close()
 
 
-
 def _stats(dispatcher: _Dispatcher, *, published: int, reconnects: int = 0) -> BusStats:
     with dispatcher._cond:
         return BusStats(
@@ -602,7 +601,6 @@ class RedisBus(_ClosedOnExit):
         self._dispatcher.close()
         self._on_idle()
         _quietly(self._publisher.close)
-
 
     def _on_idle(self) -> None:
         """Stop the listener once no subscription is left."""

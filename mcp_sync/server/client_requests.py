@@ -5,7 +5,8 @@
 from __future__ import annotations
 
 import uuid
-from typing import Any, Iterable, Mapping
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 __all__ = ["elicit_params", "create_message_params"]
 
@@ -30,7 +31,9 @@ def elicit_params(
         if elicitation_id is not None or mint_id:
             params["elicitationId"] = elicitation_id or uuid.uuid4().hex
     else:
-        params["requestedSchema"] = dict(requested_schema) if requested_schema else {"type": "object", "properties": {}}
+        params["requestedSchema"] = (
+            dict(requested_schema) if requested_schema else {"type": "object", "properties": {}}
+        )
     return params
 
 
@@ -42,7 +45,11 @@ def create_message_params(
     extra_params: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """``sampling/createMessage`` params; ``extra_params`` by their wire names."""
-    params: dict[str, Any] = {"messages": [dict(m) for m in messages], "maxTokens": max_tokens, **(extra_params or {})}
+    params: dict[str, Any] = {
+        "messages": [dict(m) for m in messages],
+        "maxTokens": max_tokens,
+        **(extra_params or {}),
+    }
     if system_prompt is not None:
         params["systemPrompt"] = system_prompt
     return params

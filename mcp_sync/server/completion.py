@@ -20,7 +20,11 @@ def complete(session: ServerSession, request: InboundRequest, token: CancelToken
     params = request.params
     ref = params.get("ref")
     argument = params.get("argument")
-    if not isinstance(ref, dict) or not isinstance(argument, dict) or not isinstance(argument.get("name"), str):
+    if (
+        not isinstance(ref, dict)
+        or not isinstance(argument, dict)
+        or not isinstance(argument.get("name"), str)
+    ):
         raise McpError(INVALID_PARAMS, "completion/complete needs ref and argument")
     if ref.get("type") == "ref/prompt":
         key = ("prompt", str(ref.get("name")), argument["name"])

@@ -10,7 +10,8 @@ connection's era.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from ..cancel import CancelToken
 from ..lifecycle import SUPPORTED_VERSIONS
@@ -22,7 +23,6 @@ if TYPE_CHECKING:  # pragma: no cover
     from .server import Server
 
 __all__ = ["LISTEN_METHOD", "modern_capabilities", "discover"]
-
 
 
 def modern_capabilities(server: Server, serves: Callable[[str], bool]) -> dict[str, Any]:

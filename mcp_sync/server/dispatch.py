@@ -12,7 +12,8 @@ the lifecycle refuses is answered with the error at once and its handler never r
 from __future__ import annotations
 
 import functools
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, Any
 
 from typing_extensions import Unpack
 
@@ -76,7 +77,14 @@ def run_feature(scope: RequestScope, call: Callable[[], Any]) -> Any:
 class ServerSession(Session):
     """One client connection to a :class:`Server`."""
 
-    def __init__(self, server: Server, transport: Transport, *, max_workers: int, pool: WorkerPool | None = None) -> None:
+    def __init__(
+        self,
+        server: Server,
+        transport: Transport,
+        *,
+        max_workers: int,
+        pool: WorkerPool | None = None,
+    ) -> None:
         endpoint = Endpoint(
             transport,
             request_handler=self._handle_request,
@@ -98,7 +106,10 @@ class ServerSession(Session):
         self._handlers: dict[str, Callable[[InboundRequest, CancelToken], Any]] = {
             "initialize": self._on_initialize,
             LISTEN_METHOD: self._on_listen,
-            **{method: functools.partial(handler, self) for method, handler in FEATURE_HANDLERS.items()},
+            **{
+                method: functools.partial(handler, self)
+                for method, handler in FEATURE_HANDLERS.items()
+            },
         }
         self.subscriptions: set[str] = set()
         self.declared_capabilities: dict[str, Any] = {}
@@ -125,7 +136,10 @@ class ServerSession(Session):
         request.context = scope
         method, params = request.method, request.params
         if method == "ping":
-            if self.lifecycle.era is not Era.MODERN and Lifecycle.classify(method, params) is Era.HANDSHAKE:
+            if (
+                self.lifecycle.era is not Era.MODERN
+                and Lifecycle.classify(method, params) is Era.HANDSHAKE
+            ):
                 scope.admission = Admission(Era.HANDSHAKE)  # answered in any state, as always
                 return
         elif method not in self._handlers and self.server.registry.method(method) is None:
@@ -137,8 +151,15 @@ class ServerSession(Session):
                 # a request admitted once initialized sees what we declared
                 self.declared_capabilities = self.server.capabilities()
         envelope = admission.envelope
-        if envelope is not None and envelope.log_level is not None and envelope.log_level not in LOG_LEVELS:
-            raise McpError(INVALID_PARAMS, f"params._meta {LOG_LEVEL_KEY} must be one of {', '.join(LOG_LEVELS)}")
+        if (
+            envelope is not None
+            and envelope.log_level is not None
+            and envelope.log_level not in LOG_LEVELS
+        ):
+            raise McpError(
+                INVALID_PARAMS,
+                f"params._meta {LOG_LEVEL_KEY} must be one of {', '.join(LOG_LEVELS)}",
+            )
         scope.admission = admission
 
     def _handle_request(self, request: InboundRequest) -> Any:
@@ -168,7 +189,9 @@ class ServerSession(Session):
         scope = request.context
         if not (isinstance(scope, RequestScope) and scope.modern):
             return result
-        return stamp_modern_result(request.method, result, server_info=self._server_info, cache=self.server.cache_hints)
+        return stamp_modern_result(
+            request.method, result, server_info=self._server_info, cache=self.server.cache_hints
+        )
 
     def modern_capabilities(self) -> dict[str, Any]:
         """The capabilities a 2026-07-28 request sees (see
@@ -265,7 +288,11 @@ class ServerSession(Session):
         return list(result.roots)
 
     def _typed_request(
-        self, method: str, params: dict[str, Any] | None, related_request: RequestId | None, options: CallOptions
+        self,
+        method: str,
+        params: dict[str, Any] | None,
+        related_request: RequestId | None,
+        options: CallOptions,
     ) -> Any:
         """Send a request to the client; block for its result as an ``mcp_types`` model."""
         call = self.submit(method, params, related_request=related_request, **options)
@@ -290,7 +317,9 @@ class ServerSession(Session):
         :class:`~mcp_sync.call_options.CallOptions` (see :meth:`list_roots`).
         """
         self.require_capability("sampling", "sampling/createMessage")
-        params = create_message_params(messages, max_tokens=max_tokens, system_prompt=system_prompt, extra_params=extra_params)
+        params = create_message_params(
+            messages, max_tokens=max_tokens, system_prompt=system_prompt, extra_params=extra_params
+        )
         return self._typed_request("sampling/createMessage", params, related_request, options)  # type: ignore[no-any-return]
 
     def elicit(
@@ -310,6 +339,8 @@ class ServerSession(Session):
         """
         self.require_capability("elicitation", "elicitation/create")
         if url is not None and not self.peer_supports("elicitation", "url"):
-            raise CapabilityError("elicitation/create in URL mode needs the client's 'elicitation.url' capability")
+            raise CapabilityError(
+                "elicitation/create in URL mode needs the client's 'elicitation.url' capability"
+            )
         params = elicit_params(message, requested_schema, url=url, elicitation_id=elicitation_id)
         return self._typed_request("elicitation/create", params, related_request, options)  # type: ignore[no-any-return]

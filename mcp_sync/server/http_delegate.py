@@ -27,7 +27,9 @@ def wsgi_app(server: Server, **options: Any) -> McpWsgiApp:
     return McpWsgiApp(server, **options)
 
 
-def serve_http(server: Server, host: str, port: int, path: str, options: dict[str, Any]) -> HttpServerHandle:
+def serve_http(
+    server: Server, host: str, port: int, path: str, options: dict[str, Any]
+) -> HttpServerHandle:
     """Serve ``server.wsgi_app(path=path, ...)`` on the embedded HTTP server in a background
     thread. The options the embedded server takes (its ``SERVER_OPTIONS``) go to it, the
     others to the app."""

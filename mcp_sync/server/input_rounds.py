@@ -80,7 +80,11 @@ MAX_ROUNDS = 32
 """The most ``input_required`` answers one request may get before it fails with -32603."""
 
 _STATE_FORMAT = 1
-_KEY_PREFIX = {"elicitation/create": "elicit", "sampling/createMessage": "sampling", "roots/list": "roots"}
+_KEY_PREFIX = {
+    "elicitation/create": "elicit",
+    "sampling/createMessage": "sampling",
+    "roots/list": "roots",
+}
 _IMPLICIT_KEY = re.compile(rf"(?:{'|'.join(_KEY_PREFIX.values())})-[0-9]+")
 
 
@@ -117,10 +121,16 @@ def required_capability(method: str, params: Mapping[str, Any]) -> dict[str, Any
     if method == "elicitation/create":
         return {"elicitation": {"url": {}} if params.get("mode") == "url" else {"form": {}}}
     if method == "sampling/createMessage":
-        return {"sampling": {"tools": {}}} if "tools" in params or "toolChoice" in params else {"sampling": {}}
+        return (
+            {"sampling": {"tools": {}}}
+            if "tools" in params or "toolChoice" in params
+            else {"sampling": {}}
+        )
     if method == "roots/list":
         return {"roots": {}}
-    raise ValueError(f"{method!r} is not an input request ({', '.join(sorted(INPUT_REQUEST_METHODS))})")
+    raise ValueError(
+        f"{method!r} is not an input request ({', '.join(sorted(INPUT_REQUEST_METHODS))})"
+    )
 
 
 def _declares(capabilities: Mapping[str, Any], needed: Mapping[str, Any]) -> bool:
@@ -199,7 +209,10 @@ class InputRound:
     def asked(self) -> Mapping[str, Mapping[str, Any]]:
         """The input requests of this run still unanswered (key -> ``{"method", "params"}``)."""
         with self._lock:
-            return {key: {"method": entry["method"], "params": entry["params"]} for key, entry in self._asked.items()}
+            return {
+                key: {"method": entry["method"], "params": entry["params"]}
+                for key, entry in self._asked.items()
+            }
 
     @property
     def refusal(self) -> McpError | None:
@@ -242,7 +255,12 @@ class InputRound:
             answer = self._answers.get(key)
             if answer is not None and answer["method"] == method and answer["question"] == question:
                 return parser_for(SERVER_REQUEST_RESULTS[method])(answer["result"])
-            self._asked[key] = {"method": method, "params": dict(params), "question": question, "implicit": True}
+            self._asked[key] = {
+                "method": method,
+                "params": dict(params),
+                "question": question,
+                "implicit": True,
+            }
         raise InputNeeded(key)
 
     def _ask_explicitly(self, returned: InputRequired) -> None:
@@ -260,7 +278,9 @@ class InputRound:
                 )
             assert isinstance(method, str)
             if _IMPLICIT_KEY.fullmatch(key):
-                raise ValueError(f"input request key {key!r} has the form of the implicit keys (elicit-1, sampling-1, roots-1)")
+                raise ValueError(
+                    f"input request key {key!r} has the form of the implicit keys (elicit-1, sampling-1, roots-1)"
+                )
             with self._lock:
                 self._check_declared(method, params, f"input request {key!r} ({method})")
                 self._asked[key] = {
@@ -289,14 +309,22 @@ class InputRounds:
         max_inputs: the most input requests in one answer (default :data:`MAX_INPUTS_PER_ROUND`).
     """
 
-    def __init__(self, sealer: StateSealer, *, max_rounds: int = MAX_ROUNDS, max_inputs: int = MAX_INPUTS_PER_ROUND) -> None:
+    def __init__(
+        self,
+        sealer: StateSealer,
+        *,
+        max_rounds: int = MAX_ROUNDS,
+        max_inputs: int = MAX_INPUTS_PER_ROUND,
+    ) -> None:
         if max_rounds < 1 or max_inputs < 1:
             raise ValueError("max_rounds and max_inputs must be at least 1")
         self.sealer = sealer
         self.max_rounds = max_rounds
         self.max_inputs = max_inputs
 
-    def begin(self, method: str, params: Mapping[str, Any] | None, client_capabilities: Mapping[str, Any]) -> InputRound:
+    def begin(
+        self, method: str, params: Mapping[str, Any] | None, client_capabilities: Mapping[str, Any]
+    ) -> InputRound:
         """The round for one request: its ``requestState`` opened, its ``inputResponses`` checked.
 
         Raises:
@@ -325,10 +353,16 @@ class InputRounds:
             try:
                 parser_for(SERVER_REQUEST_RESULTS[asked["method"]])(result)
             except ValueError:  # a pydantic ValidationError
-                raise _bad_params(f"inputResponses[{key!r}] is not a valid result of {asked['method']}") from None
+                raise _bad_params(
+                    f"inputResponses[{key!r}] is not a valid result of {asked['method']}"
+                ) from None
             fresh[key] = result
             if asked.get("implicit"):
-                answers[key] = {"method": asked["method"], "question": asked["question"], "result": result}
+                answers[key] = {
+                    "method": asked["method"],
+                    "question": asked["question"],
+                    "result": result,
+                }
         return InputRound(
             method,
             client_capabilities,
@@ -338,7 +372,9 @@ class InputRounds:
             handler_state=payload.get("state"),
         )
 
-    def run(self, current: InputRound, params: Mapping[str, Any] | None, call: Callable[[], Any]) -> Any:
+    def run(
+        self, current: InputRound, params: Mapping[str, Any] | None, call: Callable[[], Any]
+    ) -> Any:
         """Run the handler (``call()``) in ``current`` and return what to answer.
 
         That is the handler's result, unless it asked for input: then the
@@ -367,18 +403,31 @@ class InputRounds:
         return self._input_required(current, params, pending, handler_state)
 
     def _input_required(
-        self, current: InputRound, params: Mapping[str, Any] | None, pending: dict[str, dict[str, Any]], handler_state: Any
+        self,
+        current: InputRound,
+        params: Mapping[str, Any] | None,
+        pending: dict[str, dict[str, Any]],
+        handler_state: Any,
     ) -> dict[str, Any]:
         if len(pending) > self.max_inputs:
-            raise McpError(INTERNAL_ERROR, f"the handler asked for {len(pending)} inputs at once, more than {self.max_inputs}")
+            raise McpError(
+                INTERNAL_ERROR,
+                f"the handler asked for {len(pending)} inputs at once, more than {self.max_inputs}",
+            )
         if current.rounds_before + 1 > self.max_rounds:
-            raise McpError(INTERNAL_ERROR, f"the handler still needs input after {self.max_rounds} rounds")
+            raise McpError(
+                INTERNAL_ERROR, f"the handler still needs input after {self.max_rounds} rounds"
+            )
         payload: dict[str, Any] = {
             "format": _STATE_FORMAT,
             "round": current.rounds_before + 1,
             "answers": current._answers_to_keep(),
             "asked": {
-                key: {"method": entry["method"], "question": entry["question"], "implicit": entry["implicit"]}
+                key: {
+                    "method": entry["method"],
+                    "question": entry["question"],
+                    "implicit": entry["implicit"],
+                }
                 for key, entry in pending.items()
             },
         }
@@ -387,10 +436,15 @@ class InputRounds:
         try:
             state = self.sealer.seal(payload, method=current.method, params=params)
         except (TypeError, ValueError) as exc:  # PayloadTooLarge, or a state JSON cannot carry
-            raise McpError(INTERNAL_ERROR, f"the request state could not be sealed: {exc}") from None
+            raise McpError(
+                INTERNAL_ERROR, f"the request state could not be sealed: {exc}"
+            ) from None
         return {
             "resultType": "input_required",
-            "inputRequests": {key: {"method": entry["method"], "params": entry["params"]} for key, entry in pending.items()},
+            "inputRequests": {
+                key: {"method": entry["method"], "params": entry["params"]}
+                for key, entry in pending.items()
+            },
             "requestState": state,
         }
 
@@ -434,13 +488,28 @@ def _serve_handshake_era(scope: RequestScope, rounds: InputRounds, call: Callabl
             raise CapabilityError(current.refusal.message)
         asked = current.asked
         if len(asked) > rounds.max_inputs:
-            raise McpError(INTERNAL_ERROR, f"the handler asked for {len(asked)} inputs at once, more than {rounds.max_inputs}")
+            raise McpError(
+                INTERNAL_ERROR,
+                f"the handler asked for {len(asked)} inputs at once, more than {rounds.max_inputs}",
+            )
         pending = {
-            key: scope.session.submit(entry["method"], dict(entry["params"]), related_request=request.id, cancel_token=scope.token)
+            key: scope.session.submit(
+                entry["method"],
+                dict(entry["params"]),
+                related_request=request.id,
+                cancel_token=scope.token,
+            )
             for key, entry in asked.items()
         }
         answers = {key: call_.result() for key, call_ in pending.items()}
         current = InputRound(
-            request.method, capabilities, rounds_before=number + 1, input_responses=answers, handler_state=result.state, collects=False
+            request.method,
+            capabilities,
+            rounds_before=number + 1,
+            input_responses=answers,
+            handler_state=result.state,
+            collects=False,
         )
-    raise McpError(INTERNAL_ERROR, f"the handler still needs input after {rounds.max_rounds} rounds")
+    raise McpError(
+        INTERNAL_ERROR, f"the handler still needs input after {rounds.max_rounds} rounds"
+    )

@@ -18,7 +18,9 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = ["McpLogHandler", "set_level"]
 
 
-def set_level(session: ServerSession, request: InboundRequest, token: CancelToken) -> dict[str, Any]:
+def set_level(
+    session: ServerSession, request: InboundRequest, token: CancelToken
+) -> dict[str, Any]:
     """``logging/setLevel``: the least severe level the session's client is sent."""
     level = request.params.get("level")
     if level not in LOG_LEVELS:
@@ -27,7 +29,12 @@ def set_level(session: ServerSession, request: InboundRequest, token: CancelToke
     return {}
 
 
-_LEVELS = ((logging.CRITICAL, "critical"), (logging.ERROR, "error"), (logging.WARNING, "warning"), (logging.INFO, "info"))
+_LEVELS = (
+    (logging.CRITICAL, "critical"),
+    (logging.ERROR, "error"),
+    (logging.WARNING, "warning"),
+    (logging.INFO, "info"),
+)
 
 
 class McpLogHandler(logging.Handler):

@@ -11,8 +11,9 @@ they are).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Literal, Mapping
+from typing import Any, Literal
 
 __all__ = [
     "CACHEABLE_METHODS",

@@ -32,7 +32,9 @@ def _message(value: Any) -> dict[str, Any]:
         return {"role": "user", "content": {"type": "text", "text": value}}
     if isinstance(value, dict) and "role" in value:
         if value["role"] not in _ROLES:
-            raise ValueError(f"a prompt message's role must be 'user' or 'assistant', not {value['role']!r}")
+            raise ValueError(
+                f"a prompt message's role must be 'user' or 'assistant', not {value['role']!r}"
+            )
         content = value.get("content")
         if isinstance(content, str):
             return {"role": value["role"], "content": {"type": "text", "text": content}}
@@ -54,7 +56,12 @@ def to_prompt_result(value: Any, description: str | None) -> dict[str, Any]:
     """
     if isinstance(value, BaseModel) and type(value).__name__ == "GetPromptResult":
         return model_to_wire(value, result=True)
-    if isinstance(value, dict) and "messages" in value and "role" not in value and "type" not in value:
+    if (
+        isinstance(value, dict)
+        and "messages" in value
+        and "role" not in value
+        and "type" not in value
+    ):
         given = dict(value)
         given["messages"] = [_message(item) for item in value["messages"]]
         if description and "description" not in given:
@@ -67,13 +74,17 @@ def to_prompt_result(value: Any, description: str | None) -> dict[str, Any]:
     return result
 
 
-def list_prompts(session: ServerSession, request: InboundRequest, token: CancelToken) -> dict[str, Any]:
+def list_prompts(
+    session: ServerSession, request: InboundRequest, token: CancelToken
+) -> dict[str, Any]:
     """``prompts/list``: one page of the registered prompts."""
     items = [p.to_wire() for p in session.server.registry.prompts()]
     return paginate(items, request.params, session.server.page_size, "prompts")
 
 
-def get_prompt(session: ServerSession, request: InboundRequest, token: CancelToken) -> dict[str, Any] | input_rounds.InputRequired:
+def get_prompt(
+    session: ServerSession, request: InboundRequest, token: CancelToken
+) -> dict[str, Any] | input_rounds.InputRequired:
     """``prompts/get``: call the prompt's function with the request's arguments."""
     name = request.params.get("name")
     prompt = session.server.registry.prompt(name) if isinstance(name, str) else None

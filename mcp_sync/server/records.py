@@ -46,7 +46,8 @@ class RegisteredTool:
             return result
         _log.warning("tool %s broke its output schema: %s", self.name, "; ".join(problems))
         return tool_error(
-            f"Tool {self.name!r} returned a result that does not match its output schema: " + "; ".join(problems)
+            f"Tool {self.name!r} returned a result that does not match its output schema: "
+            + "; ".join(problems)
         )
 
     def to_wire(self) -> dict[str, Any]:

@@ -9,7 +9,8 @@ the lookups below. It sends no notifications: the server does, after a change.
 from __future__ import annotations
 
 import threading
-from typing import TYPE_CHECKING, Any, Callable, Literal
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Literal
 
 from ..cancel import CancelToken
 from ..protocol import InboundRequest
@@ -53,7 +54,9 @@ class Registry:
         return tables[kind]
 
     # -- changes ------------------------------------------------------------------------------
-    def put(self, kind: ListKind, key: str, item: RegisteredTool | RegisteredResource | RegisteredPrompt) -> None:
+    def put(
+        self, kind: ListKind, key: str, item: RegisteredTool | RegisteredResource | RegisteredPrompt
+    ) -> None:
         """Add ``item`` under ``key`` (replacing one of the same key)."""
         with self._lock:
             self._table(kind)[key] = item

@@ -41,7 +41,11 @@ def to_resource_contents(value: Any, uri: str, mime_type: str | None) -> dict[st
     """
     if isinstance(value, BaseModel) and type(value).__name__ == "ReadResourceResult":
         return model_to_wire(value, result=True)
-    items = value if isinstance(value, list) and value and all(_is_contents(v) for v in value) else [value]
+    items = (
+        value
+        if isinstance(value, list) and value and all(_is_contents(v) for v in value)
+        else [value]
+    )
     contents = []
     for item in items:
         contents.append(_one(item, uri, mime_type))
@@ -71,19 +75,25 @@ def _one(value: Any, uri: str, mime_type: str | None) -> dict[str, Any]:
     return entry
 
 
-def list_resources(session: ServerSession, request: InboundRequest, token: CancelToken) -> dict[str, Any]:
+def list_resources(
+    session: ServerSession, request: InboundRequest, token: CancelToken
+) -> dict[str, Any]:
     """``resources/list``: one page of the fixed-URI resources."""
     items = [r.to_wire() for r in session.server.registry.resources() if not r.is_template]
     return paginate(items, request.params, session.server.page_size, "resources")
 
 
-def list_templates(session: ServerSession, request: InboundRequest, token: CancelToken) -> dict[str, Any]:
+def list_templates(
+    session: ServerSession, request: InboundRequest, token: CancelToken
+) -> dict[str, Any]:
     """``resources/templates/list``: one page of the resource templates."""
     items = [r.to_wire() for r in session.server.registry.resources() if r.is_template]
     return paginate(items, request.params, session.server.page_size, "resourceTemplates")
 
 
-def find_resource(resources: list[RegisteredResource], uri: Any) -> tuple[RegisteredResource, dict[str, str]]:
+def find_resource(
+    resources: list[RegisteredResource], uri: Any
+) -> tuple[RegisteredResource, dict[str, str]]:
     """The resource serving ``uri`` (a fixed URI first, then the first matching template)
     and the template's variables; -32602 without a URI, -32002 when none serves it."""
     if not isinstance(uri, str):
@@ -99,7 +109,9 @@ def find_resource(resources: list[RegisteredResource], uri: Any) -> tuple[Regist
     raise McpError(RESOURCE_NOT_FOUND, f"Resource not found: {uri}", {"uri": uri})
 
 
-def read_resource(session: ServerSession, request: InboundRequest, token: CancelToken) -> dict[str, Any] | input_rounds.InputRequired:
+def read_resource(
+    session: ServerSession, request: InboundRequest, token: CancelToken
+) -> dict[str, Any] | input_rounds.InputRequired:
     """``resources/read``: call the resource's function."""
     uri = request.params.get("uri")
     resource, values = find_resource(session.server.registry.resources(), uri)
@@ -111,7 +123,9 @@ def read_resource(session: ServerSession, request: InboundRequest, token: Cancel
     return to_resource_contents(value, str(uri), resource.mime_type)
 
 
-def subscribe(session: ServerSession, request: InboundRequest, token: CancelToken) -> dict[str, Any]:
+def subscribe(
+    session: ServerSession, request: InboundRequest, token: CancelToken
+) -> dict[str, Any]:
     """``resources/subscribe``: the session gets ``notifications/resources/updated`` for it."""
     uri = request.params.get("uri")
     find_resource(session.server.registry.resources(), uri)
@@ -119,7 +133,9 @@ def subscribe(session: ServerSession, request: InboundRequest, token: CancelToke
     return {}
 
 
-def unsubscribe(session: ServerSession, request: InboundRequest, token: CancelToken) -> dict[str, Any]:
+def unsubscribe(
+    session: ServerSession, request: InboundRequest, token: CancelToken
+) -> dict[str, Any]:
     """``resources/unsubscribe``."""
     uri = request.params.get("uri")
     if not isinstance(uri, str):

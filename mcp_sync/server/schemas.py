@@ -17,10 +17,17 @@ from __future__ import annotations
 
 import copy
 import itertools
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping
+from typing import Any
 
-__all__ = ["DeclaredSchema", "declare_schema", "bounded_problems", "MAX_REPORTED_PROBLEMS", "MAX_PROBLEM_CHARS"]
+__all__ = [
+    "DeclaredSchema",
+    "declare_schema",
+    "bounded_problems",
+    "MAX_REPORTED_PROBLEMS",
+    "MAX_PROBLEM_CHARS",
+]
 
 MAX_REPORTED_PROBLEMS = 10
 """At most this many validation problems are described in one error message."""
@@ -34,10 +41,14 @@ def bounded_problems(problems: Iterable[str]) -> list[str]:
     """At most :data:`MAX_REPORTED_PROBLEMS` of ``problems`` (read lazily), each cut to
     :data:`MAX_PROBLEM_CHARS`, and a last line saying that more were left out, if any."""
     first = list(itertools.islice(problems, MAX_REPORTED_PROBLEMS + 1))
-    shown = [p if len(p) <= MAX_PROBLEM_CHARS else p[: MAX_PROBLEM_CHARS - 3] + "..." for p in first[:MAX_REPORTED_PROBLEMS]]
+    shown = [
+        p if len(p) <= MAX_PROBLEM_CHARS else p[: MAX_PROBLEM_CHARS - 3] + "..."
+        for p in first[:MAX_REPORTED_PROBLEMS]
+    ]
     if len(first) > MAX_REPORTED_PROBLEMS:
         shown.append("(more problems not shown)")
     return shown
+
 
 _INSTALL_HINT = "pip install 'mcp-sync-threaded[jsonschema]'"
 
@@ -67,7 +78,10 @@ class DeclaredSchema:
         schema expected; bounded by :func:`bounded_problems`."""
         errors = itertools.islice(self.validator.iter_errors(instance), MAX_REPORTED_PROBLEMS + 1)
         ordered = sorted(errors, key=lambda e: [str(part) for part in e.absolute_path])
-        return bounded_problems(f"{'.'.join(str(part) for part in e.absolute_path) or 'arguments'}: {e.message}" for e in ordered)
+        return bounded_problems(
+            f"{'.'.join(str(part) for part in e.absolute_path) or 'arguments'}: {e.message}"
+            for e in ordered
+        )
 
 
 def declare_schema(schema: Mapping[str, Any], what: str) -> DeclaredSchema:
@@ -78,7 +92,9 @@ def declare_schema(schema: Mapping[str, Any], what: str) -> DeclaredSchema:
     ``$schema`` or a schema whose ``type`` is not ``"object"`` (``what`` names it).
     """
     if not isinstance(schema, Mapping):
-        raise TypeError(f"{what} must be a JSON Schema object (a dict), not {type(schema).__name__}")
+        raise TypeError(
+            f"{what} must be a JSON Schema object (a dict), not {type(schema).__name__}"
+        )
     jsonschema, referencing = _jsonschema()
     declared = copy.deepcopy(dict(schema))
     if declared.get("type") != "object":

@@ -4,7 +4,8 @@ the client's declarations) and requests to the client tied to the handler's toke
 from __future__ import annotations
 
 import contextlib
-from typing import TYPE_CHECKING, Any, Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
+from typing import TYPE_CHECKING, Any
 
 from typing_extensions import Unpack
 
@@ -19,9 +20,8 @@ from .client_requests import create_message_params, elicit_params
 if TYPE_CHECKING:  # pragma: no cover
     import mcp_types
 
-    from .input_rounds import InputRound
-
     from .dispatch import ServerSession
+    from .input_rounds import InputRound
 
 __all__ = ["RequestScope", "NO_REQUESTS_AT_MODERN"]
 
@@ -84,7 +84,9 @@ class RequestScope:
     def child(self, token: CancelToken) -> RequestScope:
         """The same request's scope, its requests tied to ``token`` (a handler's own token,
         for example a child with a server-side deadline)."""
-        return RequestScope(self._session, token, self._request_id, request=self._request, admission=self.admission)
+        return RequestScope(
+            self._session, token, self._request_id, request=self._request, admission=self.admission
+        )
 
     # -- what the request says about itself ---------------------------------------------------
     @property
@@ -219,7 +221,12 @@ class RequestScope:
         """See :meth:`ServerSession.create_message` (at 2026-07-28: :meth:`list_roots`)."""
         current = self._collecting()
         if current is not None:
-            params = create_message_params(messages, max_tokens=max_tokens, system_prompt=system_prompt, extra_params=extra_params)
+            params = create_message_params(
+                messages,
+                max_tokens=max_tokens,
+                system_prompt=system_prompt,
+                extra_params=extra_params,
+            )
             return current.ask("sampling/createMessage", params)  # type: ignore[no-any-return]
         self._refuse_at_modern("sampling", "sampling/createMessage")
         with self._linked(options) as scoped:
@@ -244,12 +251,21 @@ class RequestScope:
         """See :meth:`ServerSession.elicit` (at 2026-07-28: :meth:`list_roots`)."""
         current = self._collecting()
         if current is not None:
-            params = elicit_params(message, requested_schema, url=url, elicitation_id=elicitation_id, mint_id=False)
+            params = elicit_params(
+                message, requested_schema, url=url, elicitation_id=elicitation_id, mint_id=False
+            )
             return current.ask("elicitation/create", params)  # type: ignore[no-any-return]
-        self._refuse_at_modern("elicitation", "elicitation/create", "url" if url is not None else None)
+        self._refuse_at_modern(
+            "elicitation", "elicitation/create", "url" if url is not None else None
+        )
         with self._linked(options) as scoped:
             return self._session.elicit(
-                message, requested_schema, url=url, elicitation_id=elicitation_id, related_request=self._request_id, **scoped
+                message,
+                requested_schema,
+                url=url,
+                elicitation_id=elicitation_id,
+                related_request=self._request_id,
+                **scoped,
             )
 
     def ping(self, **options: Unpack[CallOptions]) -> None:
@@ -266,7 +282,9 @@ class RequestScope:
             wanted = self.envelope.log_level
             if wanted is None or LOG_LEVELS.index(level) < LOG_LEVELS.index(wanted):
                 return False
-            return self._session.send_log(level, data, logger, about=self._request, min_level=wanted)
+            return self._session.send_log(
+                level, data, logger, about=self._request, min_level=wanted
+            )
         if self._request is not None:
             return self._session.send_log(level, data, logger, about=self._request)
         return self._session.send_log(level, data, logger, related_request=self._request_id)

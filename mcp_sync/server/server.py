@@ -6,8 +6,9 @@ from __future__ import annotations
 import logging
 import sys
 import threading
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..endpoint import CancelObserver
 from ..request_state import KeyRing, StateSealer
@@ -141,11 +142,15 @@ class Server:
         request_state_sealer: StateSealer | None = None,
     ) -> None:
         if page_size < 1:
-            raise ValueError(f"page_size must be at least 1, not {page_size!r} (a page could never advance)")
+            raise ValueError(
+                f"page_size must be at least 1, not {page_size!r} (a page could never advance)"
+            )
         if request_state_keys is not None and request_state_sealer is not None:
             raise ValueError("give request_state_keys or request_state_sealer, not both")
         self.name = name
-        self.extensions: dict[str, dict[str, Any]] = {key: dict(value) for key, value in (extensions or {}).items()}
+        self.extensions: dict[str, dict[str, Any]] = {
+            key: dict(value) for key, value in (extensions or {}).items()
+        }
         self.cache_hints = CacheHints(ttl_ms, cache_scope)
         """The caching hints of cacheable 2026-07-28 results (from ``ttl_ms``/``cache_scope``)."""
         self.declare = frozenset(declare)
@@ -243,9 +248,19 @@ class Server:
         if timeout is not None and timeout <= 0:
             raise ValueError("timeout must be positive")
         if output_schema is not None and structured_output is False:
-            raise ValueError("output_schema= declares structured output; structured_output=False forbids it")
-        declared_input = None if input_schema is None else declare_schema(input_schema, f"{tool_name}: input_schema")
-        declared_output = None if output_schema is None else declare_schema(output_schema, f"{tool_name}: output_schema")
+            raise ValueError(
+                "output_schema= declares structured output; structured_output=False forbids it"
+            )
+        declared_input = (
+            None
+            if input_schema is None
+            else declare_schema(input_schema, f"{tool_name}: input_schema")
+        )
+        declared_output = (
+            None
+            if output_schema is None
+            else declare_schema(output_schema, f"{tool_name}: output_schema")
+        )
         signature = inspect_handler(fn, tool_name, declared_input)
         schema, wrap = (None, False)
         if declared_output is not None:
@@ -271,7 +286,10 @@ class Server:
         self._register("tools", name, None)
 
     def _register(
-        self, kind: ListKind, key: str, item: RegisteredTool | RegisteredResource | RegisteredPrompt | None
+        self,
+        kind: ListKind,
+        key: str,
+        item: RegisteredTool | RegisteredResource | RegisteredPrompt | None,
     ) -> None:
         """Add (or, with ``item=None``, remove: KeyError if unknown) a handler and tell the
         connected clients that the ``kind`` list changed.
@@ -308,7 +326,9 @@ class Server:
         """
 
         def decorator(fn: F) -> F:
-            self.add_resource(fn, uri, name=name, description=description, title=title, mime_type=mime_type)
+            self.add_resource(
+                fn, uri, name=name, description=description, title=title, mime_type=mime_type
+            )
             return fn
 
         return decorator
@@ -345,7 +365,9 @@ class Server:
         """Unregister a resource or template; notifies connected clients."""
         self._register("resources", uri, None)
 
-    def prompt(self, name: str | None = None, *, description: str | None = None, title: str | None = None) -> Callable[[F], F]:
+    def prompt(
+        self, name: str | None = None, *, description: str | None = None, title: str | None = None
+    ) -> Callable[[F], F]:
         """Register a prompt (a decorator). Its arguments come from the type hints; it
         returns a string, a message, or a list of messages."""
 
@@ -356,7 +378,12 @@ class Server:
         return decorator
 
     def add_prompt(
-        self, fn: Callable[..., Any], *, name: str | None = None, description: str | None = None, title: str | None = None
+        self,
+        fn: Callable[..., Any],
+        *,
+        name: str | None = None,
+        description: str | None = None,
+        title: str | None = None,
     ) -> RegisteredPrompt:
         """Register ``fn`` as a prompt (see :meth:`prompt`)."""
         prompt_name = name or fn.__name__
@@ -454,8 +481,12 @@ class Server:
         the HTTP app, which answers batches itself, passes False.
         """
         if batches:
-            transport = BatchingTransport(transport, lambda: session.protocol_version in BATCH_REVISIONS)
-        session = ServerSession(self, transport, max_workers=max_workers or self.max_workers, pool=pool)
+            transport = BatchingTransport(
+                transport, lambda: session.protocol_version in BATCH_REVISIONS
+            )
+        session = ServerSession(
+            self, transport, max_workers=max_workers or self.max_workers, pool=pool
+        )
         with self._lock:
             self._sessions.add(session)
             self._served = True
@@ -495,7 +526,9 @@ class Server:
             dropped=dropped,
         )
 
-    def serve_in_thread(self, transport: Transport, *, max_workers: int | None = None) -> ServerHandle:
+    def serve_in_thread(
+        self, transport: Transport, *, max_workers: int | None = None
+    ) -> ServerHandle:
         """Serve ``transport`` in the background; returns a handle with ``stop()``.
 
         For embedding a server in an existing threaded service.
@@ -507,7 +540,9 @@ class Server:
         or run under any threaded WSGI server. Options: see :class:`~mcp_sync.http.wsgi_app.McpWsgiApp`."""
         return http_delegate.wsgi_app(self, **options)
 
-    def serve_http(self, host: str = "127.0.0.1", port: int = 0, *, path: str = "/mcp", **options: Any) -> HttpServerHandle:
+    def serve_http(
+        self, host: str = "127.0.0.1", port: int = 0, *, path: str = "/mcp", **options: Any
+    ) -> HttpServerHandle:
         """Serve Streamable HTTP in a background thread (standard-library threaded WSGI
         server); returns a handle with ``url`` and ``stop()``. ``port=0`` picks a free port.
         The options of :func:`~mcp_sync.http.embedded_server.serve_http` (``backlog``,
@@ -551,7 +586,9 @@ class Server:
         # returns, and a Ctrl-C in that window must still close the session cleanly
         session = self.connect(transport, read=False)
         run_until_stopped(
-            lambda: session.close(grace), start=session.endpoint.start, wait_finished=session.endpoint.wait_closed
+            lambda: session.close(grace),
+            start=session.endpoint.start,
+            wait_finished=session.endpoint.wait_closed,
         )
 
     def _run_http(self, host: str, port: int, path: str, grace: float) -> None:
@@ -591,5 +628,3 @@ class ServerHandle:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
-
-

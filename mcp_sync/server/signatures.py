@@ -12,8 +12,9 @@ import inspect
 import re
 import types
 import typing
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable, get_args, get_origin
+from typing import Any, get_args, get_origin
 
 import pydantic
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
@@ -181,14 +182,18 @@ class Signature:
             try:
                 model = self.arguments.model_validate(arguments or {})
             except pydantic.ValidationError as exc:
-                raise ArgumentError(bounded_problems(_describe_problem(error) for error in exc.errors())) from None
+                raise ArgumentError(
+                    bounded_problems(_describe_problem(error) for error in exc.errors())
+                ) from None
             kwargs = {name: getattr(model, name) for name in self.param_names}
         if self.context_param is not None:
             kwargs[self.context_param] = ctx
         return kwargs
 
 
-def inspect_handler(fn: Callable[..., Any], name: str, declared: DeclaredSchema | None = None) -> Signature:
+def inspect_handler(
+    fn: Callable[..., Any], name: str, declared: DeclaredSchema | None = None
+) -> Signature:
     """Build the argument model and metadata of ``fn`` (or, with ``declared``, check that
     ``fn`` can take every call that schema accepts: ``TypeError`` if not)."""
     try:
@@ -220,7 +225,10 @@ def inspect_handler(fn: Callable[..., Any], name: str, declared: DeclaredSchema 
     if declared is not None:
         _check_declared(name, declared.schema, signature, names, takes_any_keyword)
     else:
-        model_name = "".join(part.capitalize() for part in re.split(r"[^0-9a-zA-Z]+", name) if part) + "Arguments"
+        model_name = (
+            "".join(part.capitalize() for part in re.split(r"[^0-9a-zA-Z]+", name) if part)
+            + "Arguments"
+        )
         model = pydantic.create_model(
             model_name or "Arguments",
             __config__=ConfigDict(arbitrary_types_allowed=True),
@@ -239,7 +247,11 @@ def inspect_handler(fn: Callable[..., Any], name: str, declared: DeclaredSchema 
 
 
 def _check_declared(
-    name: str, schema: dict[str, Any], signature: inspect.Signature, names: list[str], takes_any_keyword: bool
+    name: str,
+    schema: dict[str, Any],
+    signature: inspect.Signature,
+    names: list[str],
+    takes_any_keyword: bool,
 ) -> None:
     """A handler must be able to take every call its declared schema accepts: each
     top-level property needs a parameter (or ``**kwargs``), and each parameter without a
@@ -251,10 +263,18 @@ def _check_declared(
     if not takes_any_keyword:
         orphans = sorted(declared - set(names))
         if orphans:
-            raise TypeError(f"{name}: the input schema declares {orphans}, which no parameter takes (add them, or **kwargs)")
-    optional = [p for p in names if signature.parameters[p].default is inspect.Parameter.empty and p not in required_names]
+            raise TypeError(
+                f"{name}: the input schema declares {orphans}, which no parameter takes (add them, or **kwargs)"
+            )
+    optional = [
+        p
+        for p in names
+        if signature.parameters[p].default is inspect.Parameter.empty and p not in required_names
+    ]
     if optional:
-        raise TypeError(f"{name}: parameters {optional} have no default but the input schema does not require them")
+        raise TypeError(
+            f"{name}: parameters {optional} have no default but the input schema does not require them"
+        )
 
 
 def json_schema_of(annotation: Any) -> dict[str, Any] | None:

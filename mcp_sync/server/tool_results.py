@@ -54,7 +54,11 @@ def output_schema_for(annotation: Any, schema_of: Any) -> tuple[dict[str, Any] |
     if origin in (list, tuple) and get_args(annotation):
         item = get_args(annotation)[0]
         item_origin = get_origin(item) or item
-        if isinstance(item_origin, type) and issubclass(item_origin, BaseModel) and "type" in getattr(item, "model_fields", {}):
+        if (
+            isinstance(item_origin, type)
+            and issubclass(item_origin, BaseModel)
+            and "type" in getattr(item, "model_fields", {})
+        ):
             return None, False  # a list of content blocks
     inner = schema_of(annotation)
     if inner is None:
@@ -66,7 +70,11 @@ _EMPTY = inspect.Signature.empty
 
 
 def _is_typed_dict(annotation: Any) -> bool:
-    return isinstance(annotation, type) and issubclass(annotation, dict) and hasattr(annotation, "__total__")
+    return (
+        isinstance(annotation, type)
+        and issubclass(annotation, dict)
+        and hasattr(annotation, "__total__")
+    )
 
 
 def to_call_tool_result(value: Any, wrap: bool) -> dict[str, Any]:
@@ -90,14 +98,20 @@ def to_call_tool_result(value: Any, wrap: bool) -> dict[str, Any]:
         if _is_content_block(value):
             return {"content": [_content_block(value)]}
         structured = model_to_wire(value)
-        return {"content": [_text(json.dumps(structured, ensure_ascii=False))], "structuredContent": structured}
+        return {
+            "content": [_text(json.dumps(structured, ensure_ascii=False))],
+            "structuredContent": structured,
+        }
     if isinstance(value, dict):
         if isinstance(value.get("content"), list) and "isError" in value:
             return dict(value)  # already a CallToolResult
         if _is_content_block(value):
             return {"content": [dict(value)]}
         structured = value
-        return {"content": [_text(json.dumps(structured, ensure_ascii=False, default=str))], "structuredContent": structured}
+        return {
+            "content": [_text(json.dumps(structured, ensure_ascii=False, default=str))],
+            "structuredContent": structured,
+        }
     if isinstance(value, (list, tuple)) and value and all(_is_content_block(v) for v in value):
         return {"content": [_content_block(v) for v in value]}
     try:

@@ -23,13 +23,17 @@ __all__ = ["list_tools", "call_tool"]
 _log = logging.getLogger("mcp_sync.server")
 
 
-def list_tools(session: ServerSession, request: InboundRequest, token: CancelToken) -> dict[str, Any]:
+def list_tools(
+    session: ServerSession, request: InboundRequest, token: CancelToken
+) -> dict[str, Any]:
     """``tools/list``: one page of the registered tools."""
     tools = [tool.to_wire() for tool in session.server.registry.tools()]
     return paginate(tools, request.params, session.server.page_size, "tools")
 
 
-def call_tool(session: ServerSession, request: InboundRequest, token: CancelToken) -> dict[str, Any] | input_rounds.InputRequired:
+def call_tool(
+    session: ServerSession, request: InboundRequest, token: CancelToken
+) -> dict[str, Any] | input_rounds.InputRequired:
     """``tools/call``: run the tool; its failures, a timeout and bad arguments are tool errors.
 
     The input rounds' signal (:class:`~mcp_sync.errors.InputNeeded`) and an
@@ -75,7 +79,9 @@ def call_tool(session: ServerSession, request: InboundRequest, token: CancelToke
     except Exception as exc:
         _log.debug("tool %s failed", name, exc_info=True)
         return tool_error(str(exc) or type(exc).__name__)
-    except BaseException as exc:  # SystemExit, KeyboardInterrupt, ...: a tool error; the server lives on
+    except (
+        BaseException
+    ) as exc:  # SystemExit, KeyboardInterrupt, ...: a tool error; the server lives on
         _log.error("tool %s raised %s", name, type(exc).__name__, exc_info=True)
         return tool_error(describe_base_exception(exc))
     finally:

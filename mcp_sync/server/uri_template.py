@@ -90,9 +90,13 @@ class UriTemplate:
             names = [name for name, _ in _varspecs(match.group(2), template)]
             for name in names:
                 if name.startswith("__"):
-                    raise ValueError(f"variable names may not start with '__' ({name!r} in {template!r})")
+                    raise ValueError(
+                        f"variable names may not start with '__' ({name!r} in {template!r})"
+                    )
                 if name in self.variables:
-                    raise ValueError(f"variable {name!r} appears twice in URI template {template!r}")
+                    raise ValueError(
+                        f"variable {name!r} appears twice in URI template {template!r}"
+                    )
                 self.variables.append(name)
             if operator in ("?", "&"):
                 self._query_vars.extend(names)
@@ -108,11 +112,15 @@ class UriTemplate:
             if operator == ";":
                 # ;name=value, or just ;name for an empty value
                 self._param_vars.extend(names)
-                pattern += "".join(rf"(?P<__p_{name}>;{name}(?:=(?P<{name}>[^/?#;]*))?)?" for name in names)
+                pattern += "".join(
+                    rf"(?P<__p_{name}>;{name}(?:=(?P<{name}>[^/?#;]*))?)?" for name in names
+                )
                 continue
             value, first, separator = _MATCH[operator]
             # lazy, so that optional parts after the value (";x=", "?q=") are not swallowed
-            pattern += re.escape(first) + re.escape(separator).join(f"(?P<{name}>{value}?)" for name in names)
+            pattern += re.escape(first) + re.escape(separator).join(
+                f"(?P<{name}>{value}?)" for name in names
+            )
         rest = template[position:]
         if query_started and rest:
             raise ValueError(f"query expressions must end the URI template {template!r}")
@@ -174,7 +182,11 @@ class UriTemplate:
                     return ""
                 if operator == ";":
                     return "".join(";" + p for p in pairs)
-                lead = "&" if query_open or "?" in _EXPRESSION.sub("", self.template[: match.start()]) else "?"
+                lead = (
+                    "&"
+                    if query_open or "?" in _EXPRESSION.sub("", self.template[: match.start()])
+                    else "?"
+                )
                 query_open = True
                 return lead + "&".join(pairs)
             reserved = operator in ("+", "#")

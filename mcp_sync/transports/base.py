@@ -144,11 +144,15 @@ def describe_outbound(message: Message | bytes, related: RequestId | None) -> Ou
     if isinstance(message, (Response, ErrorResponse)):
         return OutboundMeta("response", related_request_id=message.id)
     if isinstance(message, Request):
-        return OutboundMeta("request", message.method, request_id=message.id, related_request_id=related)
+        return OutboundMeta(
+            "request", message.method, request_id=message.id, related_request_id=related
+        )
     cancelled = None
     if message.method == CANCELLED_METHOD and isinstance(message.params, dict):
         cancelled = message.params.get("requestId")
-    return OutboundMeta("notification", message.method, related_request_id=related, cancelled_request_id=cancelled)
+    return OutboundMeta(
+        "notification", message.method, related_request_id=related, cancelled_request_id=cancelled
+    )
 
 
 @runtime_checkable

@@ -23,7 +23,8 @@ import json
 import re
 import threading
 from collections import deque
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from ..jsonrpc import (
     INVALID_REQUEST,
@@ -70,7 +71,9 @@ class SplitBatch:
         self.messages: list[Message] = []
 
 
-def split_batch(items: list[Any], admit: Callable[[Request], bytes | None] | None = None) -> SplitBatch:
+def split_batch(
+    items: list[Any], admit: Callable[[Request], bytes | None] | None = None
+) -> SplitBatch:
     """Take a (non-empty) batch apart, element by element, in array order.
 
     An element that is not a valid message gets its error reply (if it owes one);
@@ -90,9 +93,17 @@ def split_batch(items: list[Any], admit: Callable[[Request], bytes | None] | Non
             refusal = None
             key = id_key(message.id)
             if message.method == "initialize":
-                refusal = encode(ErrorResponse(message.id, INVALID_REQUEST, "initialize must not be part of a JSON-RPC batch"))
+                refusal = encode(
+                    ErrorResponse(
+                        message.id,
+                        INVALID_REQUEST,
+                        "initialize must not be part of a JSON-RPC batch",
+                    )
+                )
             elif key in seen:
-                refusal = encode(ErrorResponse(message.id, INVALID_REQUEST, "request id is already in use"))
+                refusal = encode(
+                    ErrorResponse(message.id, INVALID_REQUEST, "request id is already in use")
+                )
             elif admit is not None:
                 refusal = admit(message)
             if refusal is not None:
@@ -131,7 +142,9 @@ class BatchingTransport:
         self._write_lock = threading.Lock()  # one writer at a time: the endpoint and the reader
         self._lines: deque[bytes] = deque()  # elements of a split batch, still to be read
         self._owed: dict[tuple[type, RequestId], _Batch] = {}  # request -> its batch
-        self._routing: RoutingTransport | None = inner if isinstance(inner, RoutingTransport) else None
+        self._routing: RoutingTransport | None = (
+            inner if isinstance(inner, RoutingTransport) else None
+        )
 
     # -- reading --------------------------------------------------------------------------------
     def read_line(self) -> bytes | None:
@@ -153,7 +166,9 @@ class BatchingTransport:
 
     def _split(self, items: list[Any]) -> None:
         if not items:
-            self._write_raw(encode(ErrorResponse(None, INVALID_REQUEST, EMPTY_BATCH)), OutboundMeta("response"))
+            self._write_raw(
+                encode(ErrorResponse(None, INVALID_REQUEST, EMPTY_BATCH)), OutboundMeta("response")
+            )
             return
         split = split_batch(items)
         batch = _Batch()
@@ -211,7 +226,10 @@ class BatchingTransport:
             self._routing.bind_call_failure(fail_call)
 
     def _write_batch(self, batch: _Batch) -> None:
-        self._write_raw(b"[" + b",".join(reply.rstrip(b"\n") for reply in batch.replies) + b"]\n", OutboundMeta("batch"))
+        self._write_raw(
+            b"[" + b",".join(reply.rstrip(b"\n") for reply in batch.replies) + b"]\n",
+            OutboundMeta("batch"),
+        )
 
     def _write_raw(self, data: bytes, meta: OutboundMeta | None) -> None:
         """Write to the inner transport: with ``meta`` if it routes by message."""
@@ -235,4 +253,3 @@ class BatchingTransport:
         if name == "_inner":  # not set yet: never recurse
             raise AttributeError(name)
         return getattr(self._inner, name)
-

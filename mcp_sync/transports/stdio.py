@@ -11,7 +11,8 @@ import contextlib
 import os
 import sys
 import threading
-from typing import BinaryIO, Iterator
+from collections.abc import Iterator
+from typing import BinaryIO
 
 from .base import FdLineReader
 

@@ -19,7 +19,8 @@ import signal
 import subprocess
 import threading
 from collections import deque
-from typing import Callable, Literal, Mapping, Sequence, Union
+from collections.abc import Callable, Mapping, Sequence
+from typing import Literal
 
 from ..errors import ServerExited
 from .base import FdLineReader, enlarge_pipe
@@ -28,7 +29,7 @@ __all__ = ["SubprocessTransport", "StderrMode", "STDERR_TAIL_BYTES", "STDERR_LIN
 
 _log = logging.getLogger("mcp_sync.subprocess")
 
-StderrMode = Union[Literal["inherit", "capture", "discard"], Callable[[str], object]]
+StderrMode = Literal["inherit", "capture", "discard"] | Callable[[str], object]
 
 STDERR_TAIL_BYTES = 4096
 """How much of the end of a child's stderr is kept for :class:`~mcp_sync.errors.ServerExited`."""
@@ -83,7 +84,11 @@ class SubprocessTransport:
             full_env.update(env)
         self._forward_stderr = stderr == "inherit"
         self._on_stderr: Callable[[str], object] | None = (
-            self.stderr_lines.append if stderr == "capture" else stderr if callable(stderr) else None
+            self.stderr_lines.append
+            if stderr == "capture"
+            else stderr
+            if callable(stderr)
+            else None
         )
         self._stderr_tail = bytearray()
         self._tail_lock = threading.Lock()
@@ -160,7 +165,11 @@ class SubprocessTransport:
         else:
             what = f"the server process {self.process.pid} exited with status {code}"
         tail = self.stderr_tail.rstrip()
-        message = f"{what}; the end of its stderr:\n{tail}" if tail else f"{what} (it wrote nothing to stderr)"
+        message = (
+            f"{what}; the end of its stderr:\n{tail}"
+            if tail
+            else f"{what} (it wrote nothing to stderr)"
+        )
         return ServerExited(message, returncode=code, stderr_tail=tail, what=what)
 
     def write(self, data: bytes) -> None:
@@ -254,7 +263,6 @@ class SubprocessTransport:
                 # a process the server left behind still holds its stderr: stop reading it
                 self._stderr_reader.wake()
                 pump.join(1.0)
-
 
 
 def _write_all(fd: int, data: bytes) -> None:

@@ -4,13 +4,11 @@ refuses (locally, before sending anything) what the server did not declare."""
 from __future__ import annotations
 
 import pytest
-
-from mcp_sync import CapabilityError, McpError, Server
-
 from support.probes import Collector
 from support.sessions import pair
 from support.waiting import WAIT
 
+from mcp_sync import CapabilityError, McpError, Server
 
 GATED = ("resources/", "prompts/", "completion/")
 
@@ -59,7 +57,9 @@ def test_client_refuses_undeclared_server_features_without_sending():
             with pytest.raises(CapabilityError):
                 call()
         sent = p.client_wire.snapshot()[0]
-        assert [m["method"] for m in sent if m.get("method", "").startswith(GATED)] == [], "nothing may be sent"
+        assert [m["method"] for m in sent if m.get("method", "").startswith(GATED)] == [], (
+            "nothing may be sent"
+        )
         # the declared features still work
         assert p.client.call_tool("echo", {"text": "hi"}, timeout=WAIT).content[0].text == "hi"
 
@@ -80,7 +80,13 @@ def test_request_for_an_undeclared_server_capability_is_method_not_found():
             ("resources/list", None),
             ("resources/read", {"uri": "x://y"}),
             ("resources/subscribe", {"uri": "x://y"}),
-            ("completion/complete", {"ref": {"type": "ref/prompt", "name": "x"}, "argument": {"name": "a", "value": ""}}),
+            (
+                "completion/complete",
+                {
+                    "ref": {"type": "ref/prompt", "name": "x"},
+                    "argument": {"name": "a", "value": ""},
+                },
+            ),
         ):
             with pytest.raises(McpError) as info:
                 p.client.request(method, params, timeout=WAIT)
@@ -94,11 +100,19 @@ def test_declare_lets_a_server_register_resources_and_prompts_at_run_time():
     assert "resources" in server.capabilities() and "prompts" in server.capabilities()
     notes = Collector()
     with pair(server, on_notification=notes) as p:
-        assert p.client.list_resources(timeout=WAIT) == [] and p.client.list_prompts(timeout=WAIT) == []
+        assert (
+            p.client.list_resources(timeout=WAIT) == []
+            and p.client.list_prompts(timeout=WAIT) == []
+        )
         server.add_resource(lambda: "late text", "late://r")
         server.add_prompt(lambda: "late prompt", name="late")
-        notes.wait_for(lambda n: n[0] == "notifications/prompts/list_changed", "prompts/list_changed")
-        assert [n[0] for n in notes.snapshot()] == ["notifications/resources/list_changed", "notifications/prompts/list_changed"]
+        notes.wait_for(
+            lambda n: n[0] == "notifications/prompts/list_changed", "prompts/list_changed"
+        )
+        assert [n[0] for n in notes.snapshot()] == [
+            "notifications/resources/list_changed",
+            "notifications/prompts/list_changed",
+        ]
         assert p.client.read_resource("late://r", timeout=WAIT).contents[0].text == "late text"
         assert p.client.get_prompt("late", timeout=WAIT).messages[0].content.text == "late prompt"
 

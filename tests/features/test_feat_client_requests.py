@@ -16,19 +16,22 @@ import json
 import os
 import threading
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 import pytest
-
-from mcp_sync import Cancelled, Context, McpError, Server
-
 from support.messages import as_wire, cancels_of, notifications, requests, responses_to
 from support.probes import Collector
 from support.sessions import pair
 from support.waiting import WAIT, wait_event
 
+from mcp_sync import Cancelled, Context, McpError, Server
 
-SAMPLE = {"role": "assistant", "content": {"type": "text", "text": "sampled!"}, "model": "test-model", "stopReason": "endTurn"}
+SAMPLE = {
+    "role": "assistant",
+    "content": {"type": "text", "text": "sampled!"},
+    "model": "test-model",
+    "stopReason": "endTurn",
+}
 SCHEMA = {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}
 
 
@@ -78,7 +81,7 @@ def asking_server() -> tuple[Server, dict[str, Any]]:
     state: dict[str, Any] = {"tool_saw": []}
 
     @server.tool()
-    def ask(ctx: Context, kind: str, timeout: Optional[float] = None) -> str:
+    def ask(ctx: Context, kind: str, timeout: float | None = None) -> str:
         try:
             if kind == "roots":
                 value: Any = ctx.session.list_roots(timeout=timeout)
@@ -92,7 +95,12 @@ def asking_server() -> tuple[Server, dict[str, Any]]:
             elif kind == "elicitation":
                 value = ctx.session.elicit("Your name?", SCHEMA, timeout=timeout)
             elif kind == "elicitation-url":
-                value = ctx.session.elicit("Sign in", url="https://example.com/auth", elicitation_id="el-1", timeout=timeout)
+                value = ctx.session.elicit(
+                    "Sign in",
+                    url="https://example.com/auth",
+                    elicitation_id="el-1",
+                    timeout=timeout,
+                )
             else:
                 raise ValueError(kind)
         except Exception as exc:  # recorded, then the tool fails with it
@@ -112,10 +120,17 @@ def tool_text(result) -> str:
 def test_list_roots_from_a_list_with_paths_turned_into_file_uris(tmp_path):
     spaced = tmp_path / "my project"
     server, _ = asking_server()
-    roots = [str(spaced), spaced / "sub", {"uri": "file:///data", "name": "Data"}, "file://host/repo"]
+    roots = [
+        str(spaced),
+        spaced / "sub",
+        {"uri": "file:///data", "name": "Data"},
+        "file://host/repo",
+    ]
     with pair(server, roots=roots) as p:
         assert p.session.peer_capabilities["roots"] == {"listChanged": True}
-        got = json.loads(tool_text(p.client.call_tool("ask", {"kind": "roots", "timeout": WAIT}, timeout=WAIT)))
+        got = json.loads(
+            tool_text(p.client.call_tool("ask", {"kind": "roots", "timeout": WAIT}, timeout=WAIT))
+        )
         assert got == [
             {"uri": spaced.as_uri()},
             {"uri": (spaced / "sub").as_uri()},
@@ -138,16 +153,23 @@ def test_list_roots_from_a_callable_and_set_roots_notifies_the_server():
     with pair(server, roots=lambda: list(current)) as p:
         changed = threading.Event()
         p.session.on_roots_changed = changed.set
-        assert json.loads(tool_text(p.client.call_tool("ask", {"kind": "roots"}, timeout=WAIT))) == current
+        assert (
+            json.loads(tool_text(p.client.call_tool("ask", {"kind": "roots"}, timeout=WAIT)))
+            == current
+        )
         current.append({"uri": "file:///two"})  # a callable is asked each time
-        assert json.loads(tool_text(p.client.call_tool("ask", {"kind": "roots"}, timeout=WAIT)))[-1] == {"uri": "file:///two"}
+        assert json.loads(tool_text(p.client.call_tool("ask", {"kind": "roots"}, timeout=WAIT)))[
+            -1
+        ] == {"uri": "file:///two"}
 
         p.client.set_roots(["file:///three"])
         wait_event(changed, "the server's on_roots_changed callback")
         assert notifications(p.client_wire.snapshot()[0], "notifications/roots/list_changed") == [
             {"jsonrpc": "2.0", "method": "notifications/roots/list_changed"}
         ]
-        assert json.loads(tool_text(p.client.call_tool("ask", {"kind": "roots"}, timeout=WAIT))) == [{"uri": "file:///three"}]
+        assert json.loads(
+            tool_text(p.client.call_tool("ask", {"kind": "roots"}, timeout=WAIT))
+        ) == [{"uri": "file:///three"}]
 
 
 def test_create_message_is_answered_by_the_sampling_handler():
@@ -160,7 +182,11 @@ def test_create_message_is_answered_by_the_sampling_handler():
 
     with pair(server, sampling_handler=sampling) as p:
         assert "sampling" in p.session.peer_capabilities
-        got = json.loads(tool_text(p.client.call_tool("ask", {"kind": "sampling", "timeout": WAIT}, timeout=WAIT)))
+        got = json.loads(
+            tool_text(
+                p.client.call_tool("ask", {"kind": "sampling", "timeout": WAIT}, timeout=WAIT)
+            )
+        )
         assert got == SAMPLE
         [(params, method, cancelled, request_id)] = calls
         assert params == {
@@ -169,7 +195,9 @@ def test_create_message_is_answered_by_the_sampling_handler():
             "systemPrompt": "be brief",
         }
         assert (method, cancelled) == ("sampling/createMessage", False)
-        assert request_id == requests(p.client_wire.snapshot()[1], "sampling/createMessage")[0]["id"]
+        assert (
+            request_id == requests(p.client_wire.snapshot()[1], "sampling/createMessage")[0]["id"]
+        )
 
 
 def test_create_message_sends_extra_params_and_takes_every_call_option():
@@ -218,7 +246,11 @@ def test_elicit_form_mode_is_answered_by_the_elicitation_handler():
         return {"action": "accept", "content": {"name": "Ann"}}
 
     with pair(server, elicitation_handler=elicitation) as p:
-        got = json.loads(tool_text(p.client.call_tool("ask", {"kind": "elicitation", "timeout": WAIT}, timeout=WAIT)))
+        got = json.loads(
+            tool_text(
+                p.client.call_tool("ask", {"kind": "elicitation", "timeout": WAIT}, timeout=WAIT)
+            )
+        )
         assert got == {"action": "accept", "content": {"name": "Ann"}}
         assert calls == [{"message": "Your name?", "requestedSchema": SCHEMA}]
 
@@ -236,13 +268,25 @@ def test_elicit_url_mode_is_answered_by_the_elicitation_handler():
         result = p.client.call_tool("ask", {"kind": "elicitation-url"}, timeout=WAIT)
         assert not result.is_error, tool_text(result)
         assert json.loads(tool_text(result)) == {"action": "accept"}
-        assert calls == [{"message": "Sign in", "mode": "url", "url": "https://example.com/auth", "elicitationId": "el-1"}]
+        assert calls == [
+            {
+                "message": "Sign in",
+                "mode": "url",
+                "url": "https://example.com/auth",
+                "elicitationId": "el-1",
+            }
+        ]
 
 
 # -- capability checks -----------------------------------------------------------------------
 @pytest.mark.parametrize(
     "kind, capability",
-    [("roots", "roots"), ("sampling", "sampling"), ("elicitation", "elicitation"), ("elicitation-url", "elicitation")],
+    [
+        ("roots", "roots"),
+        ("sampling", "sampling"),
+        ("elicitation", "elicitation"),
+        ("elicitation-url", "elicitation"),
+    ],
 )
 def test_undeclared_client_capability_is_a_tool_error_and_nothing_is_sent(kind, capability):
     server, state = asking_server()
@@ -253,19 +297,27 @@ def test_undeclared_client_capability_is_a_tool_error_and_nothing_is_sent(kind, 
         assert capability in tool_text(result)
         assert state["tool_saw"] == ["CapabilityError"]
         sent = p.server_wire.snapshot()[0]
-        assert [m for m in sent if m.get("method") in ("roots/list", "sampling/createMessage", "elicitation/create")] == []
+        assert [
+            m
+            for m in sent
+            if m.get("method") in ("roots/list", "sampling/createMessage", "elicitation/create")
+        ] == []
 
 
 def test_url_mode_needs_the_url_sub_capability():
     """A client declaring only form-mode elicitation cannot be asked in URL mode."""
     server, state = asking_server()
     with pair(server, elicitation_handler=lambda params, ctx: {"action": "decline"}) as p:
-        p.session.peer_capabilities = {"elicitation": {"form": {}}}  # as an older/form-only client would declare
+        p.session.peer_capabilities = {
+            "elicitation": {"form": {}}
+        }  # as an older/form-only client would declare
         result = p.client.call_tool("ask", {"kind": "elicitation-url"}, timeout=WAIT)
         assert result.is_error and "url" in tool_text(result).lower()
         assert state["tool_saw"] == ["CapabilityError"]
         # form mode still works
-        assert json.loads(tool_text(p.client.call_tool("ask", {"kind": "elicitation"}, timeout=WAIT))) == {"action": "decline"}
+        assert json.loads(
+            tool_text(p.client.call_tool("ask", {"kind": "elicitation"}, timeout=WAIT))
+        ) == {"action": "decline"}
 
 
 def test_client_without_a_handler_answers_method_not_found():
@@ -282,9 +334,19 @@ def test_client_without_a_handler_answers_method_not_found():
         return "done"
 
     with pair(server) as p:
-        for method in ("roots/list", "sampling/createMessage", "elicitation/create", "unknown/thing"):
+        for method in (
+            "roots/list",
+            "sampling/createMessage",
+            "elicitation/create",
+            "unknown/thing",
+        ):
             p.client.call_tool("raw", {"method": method}, timeout=WAIT)
-        assert got == {"roots/list": -32601, "sampling/createMessage": -32601, "elicitation/create": -32601, "unknown/thing": -32601}
+        assert got == {
+            "roots/list": -32601,
+            "sampling/createMessage": -32601,
+            "elicitation/create": -32601,
+            "unknown/thing": -32601,
+        }
 
 
 # -- timeouts of nested requests -------------------------------------------------------------
@@ -297,7 +359,11 @@ def test_nested_request_timeout_cancels_it_on_the_wire_and_the_client_never_answ
         options["sampling_handler"] = blocker.handler
     if kind == "elicitation":
         options["elicitation_handler"] = blocker.handler
-    method = {"roots": "roots/list", "sampling": "sampling/createMessage", "elicitation": "elicitation/create"}[kind]
+    method = {
+        "roots": "roots/list",
+        "sampling": "sampling/createMessage",
+        "elicitation": "elicitation/create",
+    }[kind]
     try:
         with pair(server, server_workers=1, max_workers=1, **options) as p:
             result = p.client.call_tool("ask", {"kind": kind, "timeout": 0.3}, timeout=WAIT)
@@ -305,16 +371,27 @@ def test_nested_request_timeout_cancels_it_on_the_wire_and_the_client_never_answ
             assert "timed out" in tool_text(result)
             assert state["tool_saw"] == ["RequestTimeout"]
             [nested] = requests(p.client_wire.snapshot()[1], method)
-            p.client_wire.wait_for(lambda w: cancels_of(w.received, nested["id"]), f"notifications/cancelled for the nested {method}")
+            p.client_wire.wait_for(
+                lambda w: cancels_of(w.received, nested["id"]),
+                f"notifications/cancelled for the nested {method}",
+            )
             if kind == "roots":
                 blocker.release.set()  # the roots callable cannot see the cancellation
             wait_event(blocker.finished, "the client handler to finish")
             if kind != "roots":
-                assert blocker.seen == {"method": method, "cancelled": True, "reason": blocker.seen["reason"]}
+                assert blocker.seen == {
+                    "method": method,
+                    "cancelled": True,
+                    "reason": blocker.seen["reason"],
+                }
                 assert "timed out" in blocker.seen["reason"]
             # follow-up nested request: with one client worker it runs after the cancelled one
-            assert json.loads(tool_text(p.client.call_tool("ask", {"kind": "roots"}, timeout=WAIT))) == [{"uri": "file:///workspace"}]
-            assert responses_to(p.client_wire.snapshot()[0], nested["id"]) == [], "the client answered a cancelled request"
+            assert json.loads(
+                tool_text(p.client.call_tool("ask", {"kind": "roots"}, timeout=WAIT))
+            ) == [{"uri": "file:///workspace"}]
+            assert responses_to(p.client_wire.snapshot()[0], nested["id"]) == [], (
+                "the client answered a cancelled request"
+            )
             assert p.session.endpoint.dropped["late response after cancellation"] == 0
     finally:
         blocker.release.set()
@@ -331,7 +408,10 @@ def test_cancelling_the_tool_cancels_its_nested_roots_request_on_the_wire():
             [nested] = requests(p.client_wire.snapshot()[1], "roots/list")
 
             assert call.cancel("no longer needed") is True
-            cancel = p.client_wire.wait_for(lambda w: cancels_of(w.received, nested["id"]), "notifications/cancelled for the nested roots/list")
+            cancel = p.client_wire.wait_for(
+                lambda w: cancels_of(w.received, nested["id"]),
+                "notifications/cancelled for the nested roots/list",
+            )
             assert cancel[0]["params"]["requestId"] == nested["id"]
             with pytest.raises(concurrent.futures.CancelledError):
                 call.result(WAIT)
@@ -339,10 +419,16 @@ def test_cancelling_the_tool_cancels_its_nested_roots_request_on_the_wire():
             blocker.release.set()
             wait_event(blocker.finished, "the roots callable to return")
             # one worker on each side: both follow-ups run after the cancelled work is done
-            assert json.loads(tool_text(p.client.call_tool("ask", {"kind": "roots"}, timeout=WAIT))) == [{"uri": "file:///workspace"}]
+            assert json.loads(
+                tool_text(p.client.call_tool("ask", {"kind": "roots"}, timeout=WAIT))
+            ) == [{"uri": "file:///workspace"}]
             assert state["tool_saw"] == ["Cancelled", "ok"]
-            assert responses_to(p.client_wire.snapshot()[0], nested["id"]) == [], "the client answered the cancelled roots/list"
-            assert responses_to(p.server_wire.snapshot()[0], call.request_id) == [], "the server answered the cancelled tool call"
+            assert responses_to(p.client_wire.snapshot()[0], nested["id"]) == [], (
+                "the client answered the cancelled roots/list"
+            )
+            assert responses_to(p.server_wire.snapshot()[0], call.request_id) == [], (
+                "the server answered the cancelled tool call"
+            )
             assert p.session.endpoint.dropped["late response after cancellation"] == 0
             assert p.client.endpoint.dropped["late response after cancellation"] == 0
             # the nested request is cancelled exactly once, and never by the client
@@ -357,7 +443,11 @@ def test_cancelling_the_tool_fires_the_client_handlers_token_and_the_client_neve
     server, state = asking_server()
     blocker = Blocker()
     method = "sampling/createMessage" if kind == "sampling" else "elicitation/create"
-    options = {"sampling_handler": blocker.handler} if kind == "sampling" else {"elicitation_handler": blocker.handler}
+    options = (
+        {"sampling_handler": blocker.handler}
+        if kind == "sampling"
+        else {"elicitation_handler": blocker.handler}
+    )
     with pair(server, server_workers=1, max_workers=1, roots=["file:///workspace"], **options) as p:
         call = p.client.call_tool_future("ask", {"kind": kind})
         wait_event(blocker.started, f"the client's {kind} handler to start")
@@ -367,11 +457,17 @@ def test_cancelling_the_tool_fires_the_client_handlers_token_and_the_client_neve
         wait_event(blocker.finished, f"the {kind} handler to see its token fire")
         assert blocker.seen["method"] == method
         assert blocker.seen["cancelled"] is True, "the client handler's token must fire"
-        assert cancels_of(p.client_wire.snapshot()[1], nested["id"]), "the nested request must be cancelled on the wire"
+        assert cancels_of(p.client_wire.snapshot()[1], nested["id"]), (
+            "the nested request must be cancelled on the wire"
+        )
 
-        assert json.loads(tool_text(p.client.call_tool("ask", {"kind": "roots"}, timeout=WAIT))) == [{"uri": "file:///workspace"}]
+        assert json.loads(
+            tool_text(p.client.call_tool("ask", {"kind": "roots"}, timeout=WAIT))
+        ) == [{"uri": "file:///workspace"}]
         assert state["tool_saw"] == ["Cancelled", "ok"]
-        assert responses_to(p.client_wire.snapshot()[0], nested["id"]) == [], f"the client answered the cancelled {method}"
+        assert responses_to(p.client_wire.snapshot()[0], nested["id"]) == [], (
+            f"the client answered the cancelled {method}"
+        )
         assert responses_to(p.server_wire.snapshot()[0], call.request_id) == []
         assert p.session.endpoint.dropped["late response after cancellation"] == 0
 
@@ -388,7 +484,11 @@ def test_nested_request_with_its_own_cancel_token():
     @server.tool()
     def ask_then_recover(ctx: Context) -> str:
         try:
-            ctx.session.create_message([{"role": "user", "content": {"type": "text", "text": "x"}}], max_tokens=5, cancel_token=own)
+            ctx.session.create_message(
+                [{"role": "user", "content": {"type": "text", "text": "x"}}],
+                max_tokens=5,
+                cancel_token=own,
+            )
         except Cancelled:
             return "recovered"
         return "not cancelled"

@@ -5,14 +5,12 @@ from __future__ import annotations
 import logging
 
 import pytest
-
-from mcp_sync import Context, McpError, Server
-
 from support.messages import notifications
 from support.probes import Collector
 from support.sessions import pair
 from support.waiting import WAIT
 
+from mcp_sync import Context, McpError, Server
 
 INVALID_PARAMS = -32602
 LANGUAGES = ["python", "perl", "php", "rust", "ruby", "go"]
@@ -54,27 +52,37 @@ def completion_server() -> Server:
 def test_completion_of_a_prompt_argument():
     with pair(completion_server()) as p:
         assert "completions" in p.client.server_capabilities
-        result = p.client.complete({"type": "ref/prompt", "name": "review"}, "language", "p", timeout=WAIT)
+        result = p.client.complete(
+            {"type": "ref/prompt", "name": "review"}, "language", "p", timeout=WAIT
+        )
         assert result.completion.values == ["python", "perl", "php"]
         assert result.completion.total == 3
         assert result.completion.has_more is False
-        assert p.client.complete({"type": "ref/prompt", "name": "review"}, "language", "r", timeout=WAIT).completion.values == ["rust", "ruby"]
+        assert p.client.complete(
+            {"type": "ref/prompt", "name": "review"}, "language", "r", timeout=WAIT
+        ).completion.values == ["rust", "ruby"]
 
 
 def test_completion_of_a_resource_template_argument_with_context_arguments():
     with pair(completion_server()) as p:
         ref = {"type": "ref/resource", "uri": TEMPLATE}
         assert p.client.complete(ref, "user_id", "a", timeout=WAIT).completion.values == ["ann"]
-        result = p.client.complete(ref, "post", "1", context_arguments={"user_id": "ann"}, timeout=WAIT)
+        result = p.client.complete(
+            ref, "post", "1", context_arguments={"user_id": "ann"}, timeout=WAIT
+        )
         assert result.completion.values == ["1", "10"]
-        assert p.client.complete(ref, "post", "", context_arguments={"user_id": "bob"}, timeout=WAIT).completion.values == ["7"]
+        assert p.client.complete(
+            ref, "post", "", context_arguments={"user_id": "bob"}, timeout=WAIT
+        ).completion.values == ["7"]
         # without the context argument the completer has nothing to go on
         assert p.client.complete(ref, "post", "", timeout=WAIT).completion.values == []
 
 
 def test_completion_without_a_completer_is_empty():
     with pair(completion_server()) as p:
-        result = p.client.complete({"type": "ref/resource", "uri": "other://{x}"}, "x", "a", timeout=WAIT)
+        result = p.client.complete(
+            {"type": "ref/resource", "uri": "other://{x}"}, "x", "a", timeout=WAIT
+        )
         assert result.completion.values == [] and not result.completion.has_more
         # a known prompt, an argument without a completer
         server = Server("no-completers")
@@ -84,15 +92,21 @@ def test_completion_without_a_completer_is_empty():
             return arg
 
     with pair(server) as p:
-        result = p.client.complete({"type": "ref/prompt", "name": "plain"}, "arg", "a", timeout=WAIT)
+        result = p.client.complete(
+            {"type": "ref/prompt", "name": "plain"}, "arg", "a", timeout=WAIT
+        )
         assert result.completion.values == [] and not result.completion.has_more
 
 
 def test_more_than_100_values_are_truncated_with_has_more():
     with pair(completion_server()) as p:
-        result = p.client.complete({"type": "ref/prompt", "name": "review"}, "code", "v", timeout=WAIT)
+        result = p.client.complete(
+            {"type": "ref/prompt", "name": "review"}, "code", "v", timeout=WAIT
+        )
         assert len(result.completion.values) == 100
-        assert result.completion.values[:2] == ["v0", "v1"] and result.completion.values[-1] == "v99"
+        assert (
+            result.completion.values[:2] == ["v0", "v1"] and result.completion.values[-1] == "v99"
+        )
         assert result.completion.has_more is True
         assert result.completion.total == 250
 
@@ -109,15 +123,24 @@ def test_completer_returning_a_dict_keeps_total_and_has_more():
         return {"values": ["a", "b"], "total": 40, "hasMore": True}
 
     with pair(server) as p:
-        result = p.client.complete({"type": "ref/prompt", "name": "pick"}, "option", "", timeout=WAIT)
-        assert (result.completion.values, result.completion.total, result.completion.has_more) == (["a", "b"], 40, True)
+        result = p.client.complete(
+            {"type": "ref/prompt", "name": "pick"}, "option", "", timeout=WAIT
+        )
+        assert (result.completion.values, result.completion.total, result.completion.has_more) == (
+            ["a", "b"],
+            40,
+            True,
+        )
 
 
 @pytest.mark.parametrize(
     "params",
     [
         {"ref": {"type": "ref/prompt", "name": "nope"}, "argument": {"name": "x", "value": ""}},
-        {"ref": {"type": "ref/elsewhere", "name": "review"}, "argument": {"name": "x", "value": ""}},
+        {
+            "ref": {"type": "ref/elsewhere", "name": "review"},
+            "argument": {"name": "x", "value": ""},
+        },
         {"ref": {"type": "ref/prompt", "name": "review"}},
         {"argument": {"name": "x", "value": ""}},
     ],
@@ -159,18 +182,35 @@ def test_set_level_filters_ctx_log():
     logs = Collector()
     with pair(logging_server(), on_log=logs) as p:
         assert "logging" in p.client.server_capabilities
-        assert p.client.call_tool("chatty", timeout=WAIT).structured_content == {"result": [True, True, True, True]}
-        assert [m["level"] for m in log_messages(p.client_wire)] == ["debug", "info", "warning", "error"]
+        assert p.client.call_tool("chatty", timeout=WAIT).structured_content == {
+            "result": [True, True, True, True]
+        }
+        assert [m["level"] for m in log_messages(p.client_wire)] == [
+            "debug",
+            "info",
+            "warning",
+            "error",
+        ]
 
         p.client.set_logging_level("warning", timeout=WAIT)
         assert p.session.log_level == "warning"
         result = p.client.call_tool("chatty", timeout=WAIT)
         assert result.structured_content == {"result": [False, False, True, True]}
         later = log_messages(p.client_wire)[4:]
-        assert later == [{"level": "warning", "data": {"w": 1}, "logger": "custom"}, {"level": "error", "data": "e"}]
+        assert later == [
+            {"level": "warning", "data": {"w": 1}, "logger": "custom"},
+            {"level": "error", "data": "e"},
+        ]
         # on_log gets the params of each message, in order
         logs.wait_for(lambda m: len(logs.items) == 6, "six log callbacks")
-        assert [m["level"] for m in logs.snapshot()] == ["debug", "info", "warning", "error", "warning", "error"]
+        assert [m["level"] for m in logs.snapshot()] == [
+            "debug",
+            "info",
+            "warning",
+            "error",
+            "warning",
+            "error",
+        ]
 
 
 def test_invalid_log_level_is_invalid_params():
@@ -200,7 +240,9 @@ def test_logging_handler_bridges_stdlib_logging():
             own_logger.error("mcp_sync's own records are never forwarded")
             app_logger.error("failed")
             app_logger.critical("marker")
-            p.client_wire.wait_for(lambda w: any(m["data"] == "marker" for m in log_messages(w)), "the marker record")
+            p.client_wire.wait_for(
+                lambda w: any(m["data"] == "marker" for m in log_messages(w)), "the marker record"
+            )
             assert log_messages(p.client_wire) == [
                 {"level": "warning", "data": "disk at 91%", "logger": "featuretest.app.worker"},
                 {"level": "error", "data": "failed", "logger": "featuretest.app.worker"},
@@ -230,7 +272,9 @@ def test_logging_handler_level_and_debug_mapping():
             logger.addHandler(everything)
             logger.debug("debug record")
             logger.critical("marker")
-            p.client_wire.wait_for(lambda w: any(m["data"] == "marker" for m in log_messages(w)), "the marker record")
+            p.client_wire.wait_for(
+                lambda w: any(m["data"] == "marker" for m in log_messages(w)), "the marker record"
+            )
             assert [(m["level"], m["data"]) for m in log_messages(p.client_wire)] == [
                 ("error", "an error"),
                 ("debug", "debug record"),

@@ -10,12 +10,11 @@ import threading
 from typing import Any
 
 import pytest
-
-from mcp_sync import Context, InputRequired, McpError, Server
-
 from support.messages import cancels_of, requests, responses_to
 from support.sessions import pair
 from support.waiting import WAIT, wait_event
+
+from mcp_sync import Context, InputRequired, McpError, Server
 
 FORM = {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}
 
@@ -29,7 +28,10 @@ def explicit_server(runs: list[tuple[dict[str, Any], Any]]) -> Server:
         if "confirm" not in ctx.input_responses:
             return InputRequired(
                 {
-                    "confirm": {"method": "elicitation/create", "params": {"message": f"Deploy to {env}?", "requestedSchema": FORM}},
+                    "confirm": {
+                        "method": "elicitation/create",
+                        "params": {"message": f"Deploy to {env}?", "requestedSchema": FORM},
+                    },
                     "where": {"method": "roots/list", "params": {}},
                 },
                 state={"env": env},
@@ -60,7 +62,10 @@ def test_an_input_required_result_is_fulfilled_with_real_requests_on_a_2025_sess
     assert len(runs) == 2
     # real server->client requests, no input_required result on the wire
     assert len(requests(sent, "elicitation/create")) == 1 and len(requests(sent, "roots/list")) == 1
-    assert not any(isinstance(m, dict) and (m.get("result") or {}).get("resultType") == "input_required" for m in sent)
+    assert not any(
+        isinstance(m, dict) and (m.get("result") or {}).get("resultType") == "input_required"
+        for m in sent
+    )
     assert [m for m in sent if isinstance(m, dict) and m.get("id") == call_id and "result" in m]
 
 
@@ -85,14 +90,22 @@ def test_cancelling_the_call_cancels_the_input_requests_on_the_wire_and_nothing_
         finished.set()
         return {"action": "decline"}
 
-    with pair(explicit_server(runs), server_workers=1, max_workers=1, elicitation_handler=elicitation, roots=["file:///srv"]) as p:
+    with pair(
+        explicit_server(runs),
+        server_workers=1,
+        max_workers=1,
+        elicitation_handler=elicitation,
+        roots=["file:///srv"],
+    ) as p:
         call = p.client.call_tool_future("deploy", {"env": "prod"})
         wait_event(started, "the client's elicitation handler to start")
         (nested,) = requests(p.client_wire.snapshot()[1], "elicitation/create")
         assert call.cancel("stop") is True
         wait_event(finished, "the elicitation handler to see its token fire")
         assert seen["cancelled"] is True
-        assert cancels_of(p.client_wire.snapshot()[1], nested["id"]), "the input request must be cancelled on the wire"
+        assert cancels_of(p.client_wire.snapshot()[1], nested["id"]), (
+            "the input request must be cancelled on the wire"
+        )
         # a follow-up call on the one worker: the cancelled one has finished by now
         assert p.client.list_tools(timeout=WAIT)
         assert responses_to(p.server_wire.snapshot()[0], call.request_id) == []

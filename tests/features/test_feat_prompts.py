@@ -5,17 +5,15 @@ from __future__ import annotations
 
 import concurrent.futures
 import threading
-from typing import Annotated, Optional
+from typing import Annotated
 
 import pytest
-
-from mcp_sync import Context, McpError, Server
-
 from support.messages import notifications, responses_to
 from support.probes import Collector
 from support.sessions import pair
 from support.waiting import WAIT, wait_event
 
+from mcp_sync import Context, McpError, Server
 
 INVALID_PARAMS = -32602
 
@@ -24,7 +22,9 @@ def prompt_server(**options) -> Server:
     server = Server("prompts", **options)
 
     @server.prompt(title="Code review")
-    def review(code: str, language: str = "python", strict: Optional[bool] = None, ctx: Context = None) -> str:  # type: ignore[assignment]
+    def review(
+        code: str, language: str = "python", strict: bool | None = None, ctx: Context = None
+    ) -> str:  # type: ignore[assignment]
         """Review a piece of code.
 
         Args:
@@ -39,7 +39,10 @@ def prompt_server(**options) -> Server:
         return [
             f"Let's talk about {topic}.",
             {"role": "assistant", "content": f"Sure, {topic} it is."},
-            {"role": "user", "content": {"type": "image", "data": "aGVsbG8=", "mimeType": "image/png"}},
+            {
+                "role": "user",
+                "content": {"type": "image", "data": "aGVsbG8=", "mimeType": "image/png"},
+            },
             {"type": "text", "text": "bare content becomes a user message"},
         ]
 
@@ -73,10 +76,15 @@ def test_prompt_arguments_come_from_type_hints_and_docstring():
             ("language", False, "The language it is written in."),
             ("strict", False, None),
         ], "the Context parameter is not an argument"
-        assert [(a.name, a.required, a.description) for a in prompts["chat"].arguments] == [("topic", True, "What to talk about")]
+        assert [(a.name, a.required, a.description) for a in prompts["chat"].arguments] == [
+            ("topic", True, "What to talk about")
+        ]
         assert prompts["one-message"].description == "explicit description"
         assert prompts["one-message"].arguments in ([], None)
-        assert [(a.name, a.required) for a in prompts["repeat"].arguments] == [("word", True), ("times", True)]
+        assert [(a.name, a.required) for a in prompts["repeat"].arguments] == [
+            ("word", True),
+            ("times", True),
+        ]
 
 
 def test_prompts_list_is_paginated():
@@ -105,7 +113,9 @@ def test_get_prompt_with_a_string_result_is_one_user_message():
         assert result.messages[0].role == "user"
         assert result.messages[0].content.type == "text"
         assert text_of(result.messages[0]) == "Please review this python code:\nx = 1"
-        strict = p.client.get_prompt("review", {"code": "y", "language": "rust", "strict": "true"}, timeout=WAIT)
+        strict = p.client.get_prompt(
+            "review", {"code": "y", "language": "rust", "strict": "true"}, timeout=WAIT
+        )
         assert text_of(strict.messages[0]) == "Please review this rust code strictly:\ny"
 
 
@@ -134,7 +144,10 @@ def test_get_prompt_with_a_result_shaped_dict_and_an_invalid_role():
     @server.prompt()
     def shaped() -> dict:
         """Summary."""
-        return {"description": "own description", "messages": ["first", {"role": "assistant", "content": "second"}]}
+        return {
+            "description": "own description",
+            "messages": ["first", {"role": "assistant", "content": "second"}],
+        }
 
     @server.prompt()
     def bad_role() -> dict:
@@ -143,7 +156,10 @@ def test_get_prompt_with_a_result_shaped_dict_and_an_invalid_role():
     with pair(server) as p:
         result = p.client.get_prompt("shaped", timeout=WAIT)
         assert result.description == "own description"
-        assert [(m.role, text_of(m)) for m in result.messages] == [("user", "first"), ("assistant", "second")]
+        assert [(m.role, text_of(m)) for m in result.messages] == [
+            ("user", "first"),
+            ("assistant", "second"),
+        ]
         with pytest.raises(McpError) as info:
             p.client.get_prompt("bad_role", timeout=WAIT)
         assert info.value.code == -32603 and "role" in info.value.message
@@ -175,9 +191,18 @@ def test_invalid_argument_is_invalid_params_naming_it():
         assert info.value.code == INVALID_PARAMS
         assert "times" in info.value.message and "word" not in info.value.message
         # prompt arguments travel as strings; a numeric string is accepted for an int
-        assert text_of(p.client.get_prompt("repeat", {"word": "hi", "times": "3"}, timeout=WAIT).messages[0]) == "hi hi hi"
+        assert (
+            text_of(
+                p.client.get_prompt("repeat", {"word": "hi", "times": "3"}, timeout=WAIT).messages[
+                    0
+                ]
+            )
+            == "hi hi hi"
+        )
         with pytest.raises(McpError) as info:
-            p.client.request("prompts/get", {"name": "repeat", "arguments": ["hi", 3]}, timeout=WAIT)
+            p.client.request(
+                "prompts/get", {"name": "repeat", "arguments": ["hi", 3]}, timeout=WAIT
+            )
         assert info.value.code == INVALID_PARAMS
 
 
@@ -192,13 +217,16 @@ def test_list_changed_when_prompts_are_added_and_removed():
         def late() -> str:
             return "I arrived late"
 
-        notes.wait_for(lambda n: n[0] == "notifications/prompts/list_changed", "list_changed after add")
+        notes.wait_for(
+            lambda n: n[0] == "notifications/prompts/list_changed", "list_changed after add"
+        )
         assert "late" in [x.name for x in p.client.list_prompts(timeout=WAIT)]
         assert text_of(p.client.get_prompt("late", timeout=WAIT).messages[0]) == "I arrived late"
 
         server.remove_prompt("late")
         p.client_wire.wait_for(
-            lambda w: len(notifications(w.received, "notifications/prompts/list_changed")) == 2, "list_changed after remove"
+            lambda w: len(notifications(w.received, "notifications/prompts/list_changed")) == 2,
+            "list_changed after remove",
         )
         assert "late" not in [x.name for x in p.client.list_prompts(timeout=WAIT)]
         with pytest.raises(McpError) as info:

@@ -11,15 +11,13 @@ import threading
 
 import mcp_types
 import pytest
-
-from mcp_sync import Client, Context, McpError, Server, memory_pair
-
 from support.messages import notifications, responses_to
 from support.probes import Collector
 from support.recording import RecordingTransport
 from support.sessions import pair
 from support.waiting import WAIT, wait_event
 
+from mcp_sync import Client, Context, McpError, Server, memory_pair
 
 RESOURCE_NOT_FOUND = -32002
 INVALID_PARAMS = -32602
@@ -84,12 +82,19 @@ def test_read_dict_resource_is_json_text():
 
 def test_read_template_passes_typed_parameters_to_the_handler():
     with pair(basic_server()) as p:
-        content = p.client.read_resource("users://ann%20lee/posts/7?format=html", timeout=WAIT).contents[0]
-        assert content.uri == "users://ann%20lee/posts/7?format=html", "contents carry the URI that was read"
+        content = p.client.read_resource(
+            "users://ann%20lee/posts/7?format=html", timeout=WAIT
+        ).contents[0]
+        assert content.uri == "users://ann%20lee/posts/7?format=html", (
+            "contents carry the URI that was read"
+        )
         assert content.text == "user='ann lee' post=7 format=html"
         assert content.mime_type == "text/markdown"
         # the optional query parameter falls back to the function's default
-        assert p.client.read_resource("users://bob/posts/1", timeout=WAIT).contents[0].text == "user='bob' post=1 format=plain"
+        assert (
+            p.client.read_resource("users://bob/posts/1", timeout=WAIT).contents[0].text
+            == "user='bob' post=1 format=plain"
+        )
 
 
 def test_read_template_with_an_invalid_parameter_is_invalid_params():
@@ -107,7 +112,11 @@ def test_several_contents_and_content_dicts_pass_through():
     def bundle() -> list:
         return [
             {"uri": "bundle://all/a", "text": "A", "mimeType": "text/plain"},
-            {"uri": "bundle://all/b", "blob": base64.b64encode(b"B").decode(), "mimeType": "application/x-b"},
+            {
+                "uri": "bundle://all/b",
+                "blob": base64.b64encode(b"B").decode(),
+                "mimeType": "application/x-b",
+            },
         ]
 
     @server.resource("bundle://list")
@@ -127,7 +136,9 @@ def test_a_read_resource_result_model_sends_no_2026_members_on_the_2025_wire():
 
     @server.resource("model://plain")
     def plain() -> mcp_types.ReadResourceResult:
-        return mcp_types.ReadResourceResult(contents=[mcp_types.TextResourceContents(uri="model://plain", text="hi")])
+        return mcp_types.ReadResourceResult(
+            contents=[mcp_types.TextResourceContents(uri="model://plain", text="hi")]
+        )
 
     @server.resource("model://hinted")
     def hinted() -> mcp_types.ReadResourceResult:
@@ -137,9 +148,15 @@ def test_a_read_resource_result_model_sends_no_2026_members_on_the_2025_wire():
         assert p.client.protocol_version == "2025-11-25"
         p.client.read_resource("model://plain", timeout=WAIT)
         p.client.read_resource("model://hinted", timeout=WAIT)
-        plain_answer, hinted_answer = [m["result"] for m in p.client_wire.received if "contents" in m.get("result", {})]
+        plain_answer, hinted_answer = [
+            m["result"] for m in p.client_wire.received if "contents" in m.get("result", {})
+        ]
         assert plain_answer == {"contents": [{"uri": "model://plain", "text": "hi"}]}
-        assert hinted_answer == {"contents": [], "ttlMs": 5_000, "cacheScope": "public"}  # given explicitly: kept
+        assert hinted_answer == {
+            "contents": [],
+            "ttlMs": 5_000,
+            "cacheScope": "public",
+        }  # given explicitly: kept
 
 
 def test_unknown_resource_is_32002_with_the_uri_in_data():
@@ -180,7 +197,12 @@ def test_template_variables_must_be_parameters():
 def test_list_resources_and_templates_separately():
     with pair(basic_server()) as p:
         resources = p.client.list_resources(timeout=WAIT)
-        assert [r.uri for r in resources] == ["config://app", "data://logo", "data://raw", "data://settings"]
+        assert [r.uri for r in resources] == [
+            "config://app",
+            "data://logo",
+            "data://raw",
+            "data://settings",
+        ]
         by_uri = {r.uri: r for r in resources}
         assert by_uri["config://app"].name == "app_config"
         assert by_uri["config://app"].description == "The app configuration"
@@ -188,7 +210,12 @@ def test_list_resources_and_templates_separately():
         assert by_uri["data://settings"].description == "Settings as JSON."
         templates = p.client.list_resource_templates(timeout=WAIT)
         assert [(t.uri_template, t.name, t.description, t.mime_type) for t in templates] == [
-            ("users://{user_id}/posts/{post}{?format}", "user_post", "One post of one user.", "text/markdown")
+            (
+                "users://{user_id}/posts/{post}{?format}",
+                "user_post",
+                "One post of one user.",
+                "text/markdown",
+            )
         ]
 
 
@@ -211,7 +238,9 @@ def test_resources_list_is_paginated_with_an_opaque_cursor():
         third = p.client.list_resources_page(second.next_cursor, timeout=WAIT)
         assert [r.uri for r in third.resources] == ["item://4"]
         assert third.next_cursor is None
-        assert [r.uri for r in p.client.list_resources(timeout=WAIT)] == [f"item://{i}" for i in range(5)]
+        assert [r.uri for r in p.client.list_resources(timeout=WAIT)] == [
+            f"item://{i}" for i in range(5)
+        ]
 
 
 def test_resource_templates_list_is_paginated():
@@ -220,7 +249,9 @@ def test_resource_templates_list_is_paginated():
         assert [t.name for t in first.resource_templates] == ["tpl0", "tpl1"]
         assert first.next_cursor
         second = p.client.list_resource_templates_page(first.next_cursor, timeout=WAIT)
-        assert [t.name for t in second.resource_templates] == ["tpl2"] and second.next_cursor is None
+        assert [t.name for t in second.resource_templates] == [
+            "tpl2"
+        ] and second.next_cursor is None
         assert [t.uri_template for t in p.client.list_resource_templates(timeout=WAIT)] == [
             "tpl0://{key}",
             "tpl1://{key}",
@@ -259,7 +290,11 @@ class TwoClients:
                 notes = Collector()
                 wire = RecordingTransport(client_end)
                 # resources/subscribe is 2025-11-25's (2026-07-28 has subscriptions/listen)
-                self.clients.append(Client.connect(wire, on_notification=notes, init_timeout=WAIT, protocol="legacy"))
+                self.clients.append(
+                    Client.connect(
+                        wire, on_notification=notes, init_timeout=WAIT, protocol="legacy"
+                    )
+                )
                 self.notes.append(notes)
                 self.wires.append(wire)
         except BaseException:
@@ -277,7 +312,10 @@ class TwoClients:
 
 
 def updates(wire: RecordingTransport) -> list[str]:
-    return [m["params"]["uri"] for m in notifications(wire.snapshot()[1], "notifications/resources/updated")]
+    return [
+        m["params"]["uri"]
+        for m in notifications(wire.snapshot()[1], "notifications/resources/updated")
+    ]
 
 
 def test_resource_updates_reach_only_subscribed_sessions():
@@ -294,11 +332,16 @@ def test_resource_updates_reach_only_subscribed_sessions():
         server.notify_resource_updated("users://bob/posts/1")
         server.notify_resource_updated("data://settings")  # the marker B waits for
 
-        two.notes[0].wait_for(lambda n: n == ("notifications/resources/updated", {"uri": "users://bob/posts/1"}), "A's template update")
+        two.notes[0].wait_for(
+            lambda n: n == ("notifications/resources/updated", {"uri": "users://bob/posts/1"}),
+            "A's template update",
+        )
         two.notes[1].wait_for(lambda n: n[0] == "notifications/resources/updated", "B's update")
         # updates for one connection are written in order: B's marker came after the others
         assert updates(two.wires[0]) == ["config://app", "users://bob/posts/1"]
-        assert updates(two.wires[1]) == ["data://settings"], "B must not hear about resources it did not subscribe to"
+        assert updates(two.wires[1]) == ["data://settings"], (
+            "B must not hear about resources it did not subscribe to"
+        )
 
 
 def test_unsubscribe_stops_updates():
@@ -310,7 +353,9 @@ def test_unsubscribe_stops_updates():
         p.client.unsubscribe("never://subscribed", timeout=WAIT)  # harmless
         server.notify_resource_updated("config://app")
         server.notify_resource_updated("data://settings")
-        p.client_wire.wait_for(lambda w: updates(w) == ["data://settings"] or len(updates(w)) > 1, "the marker update")
+        p.client_wire.wait_for(
+            lambda w: updates(w) == ["data://settings"] or len(updates(w)) > 1, "the marker update"
+        )
         assert updates(p.client_wire) == ["data://settings"]
 
 
@@ -340,13 +385,18 @@ def test_list_changed_when_a_resource_is_added_or_removed_at_run_time():
     with pair(server, on_notification=notes) as p:
         assert p.client.server_capabilities["resources"]["listChanged"] is True
         server.add_resource(lambda: "fresh", "live://new", name="new_one")
-        notes.wait_for(lambda n: n[0] == "notifications/resources/list_changed", "list_changed after add")
+        notes.wait_for(
+            lambda n: n[0] == "notifications/resources/list_changed", "list_changed after add"
+        )
         assert "live://new" in [r.uri for r in p.client.list_resources(timeout=WAIT)]
         assert p.client.read_resource("live://new", timeout=WAIT).contents[0].text == "fresh"
 
         server.remove_resource("live://new")
         wire = p.client_wire
-        wire.wait_for(lambda w: len(notifications(w.received, "notifications/resources/list_changed")) == 2, "list_changed after remove")
+        wire.wait_for(
+            lambda w: len(notifications(w.received, "notifications/resources/list_changed")) == 2,
+            "list_changed after remove",
+        )
         assert "live://new" not in [r.uri for r in p.client.list_resources(timeout=WAIT)]
         with pytest.raises(McpError) as info:
             p.client.read_resource("live://new", timeout=WAIT)
@@ -368,8 +418,15 @@ def test_resource_handler_gets_a_context():
     with pair(server, on_log=logs) as p:
         pending = p.client.submit("resources/read", {"uri": "ctx://x"}, timeout=WAIT)
         assert pending.result(WAIT).contents[0].text == "x"
-        assert seen == {"method": "resources/read", "request_id": pending.request_id, "cancelled": False}
-        assert logs.wait_for(lambda m: m.get("data") == "reading x", "the handler's log")["level"] == "info"
+        assert seen == {
+            "method": "resources/read",
+            "request_id": pending.request_id,
+            "cancelled": False,
+        }
+        assert (
+            logs.wait_for(lambda m: m.get("data") == "reading x", "the handler's log")["level"]
+            == "info"
+        )
 
 
 def test_cancelled_resource_read_fires_the_token_and_writes_no_response():
@@ -403,7 +460,13 @@ def test_cancelled_resource_read_fires_the_token_and_writes_no_response():
         sent = p.server_wire.snapshot()[0]
         assert responses_to(sent, call.request_id) == [], "a cancelled read must never be answered"
         assert p.client.endpoint.dropped["late response after cancellation"] == 0
-        cancels = [m for m in p.client_wire.snapshot()[0] if m.get("method") == "notifications/cancelled"]
+        cancels = [
+            m for m in p.client_wire.snapshot()[0] if m.get("method") == "notifications/cancelled"
+        ]
         assert cancels == [
-            {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": call.request_id, "reason": "user gave up"}}
+            {
+                "jsonrpc": "2.0",
+                "method": "notifications/cancelled",
+                "params": {"requestId": call.request_id, "reason": "user gave up"},
+            }
         ]

@@ -34,8 +34,14 @@ def test_simple_expansion_percent_encodes_reserved_characters_and_match_decodes(
 def test_multiple_variables_in_path():
     t = UriTemplate("repo://{owner}/{repo}/issues/{number}")
     assert t.variables == ["owner", "repo", "number"]
-    assert t.match("repo://octo/hello%20world/issues/7") == {"owner": "octo", "repo": "hello world", "number": "7"}
-    assert t.expand(owner="octo", repo="hello world", number=7) == "repo://octo/hello%20world/issues/7"
+    assert t.match("repo://octo/hello%20world/issues/7") == {
+        "owner": "octo",
+        "repo": "hello world",
+        "number": "7",
+    }
+    assert (
+        t.expand(owner="octo", repo="hello world", number=7) == "repo://octo/hello%20world/issues/7"
+    )
     assert t.match("repo://octo/issues/7") is None
 
 
@@ -78,7 +84,11 @@ def test_query_parameters_are_optional_and_in_any_order():
     assert t.variables == ["city", "days", "units"]
     assert t.match("weather://Paris/forecast") == {"city": "Paris"}
     assert t.match("weather://Paris/forecast?days=3") == {"city": "Paris", "days": "3"}
-    assert t.match("weather://Paris/forecast?units=metric&days=3") == {"city": "Paris", "days": "3", "units": "metric"}
+    assert t.match("weather://Paris/forecast?units=metric&days=3") == {
+        "city": "Paris",
+        "days": "3",
+        "units": "metric",
+    }
 
 
 def test_query_ignores_unknown_parameters_and_decodes_values():
@@ -175,7 +185,16 @@ def test_regex_characters_in_literals_are_literal():
 
 @pytest.mark.parametrize(
     "template",
-    ["x://{a-b}", "x://{}", "x://{a", "x://a}", "x://{a}/{a}", "x://{?q}/more", "x://{?q}{id}", "x://{__query}"],
+    [
+        "x://{a-b}",
+        "x://{}",
+        "x://{a",
+        "x://a}",
+        "x://{a}/{a}",
+        "x://{?q}/more",
+        "x://{?q}{id}",
+        "x://{__query}",
+    ],
 )
 def test_invalid_templates_raise_value_error(template):
     with pytest.raises(ValueError):

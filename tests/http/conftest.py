@@ -3,17 +3,17 @@
 from __future__ import annotations
 
 import json
-from typing import Any, Callable, Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import pytest
+from support.http import RawSession, Wire
+from support.probes import GateProbe
 
 from mcp_sync import Server
 from mcp_sync.http import HttpServerHandle, McpWsgiApp, serve_http
 from mcp_sync.http.session_transport import HttpSessionTransport
 from mcp_sync.http.sse import EventStream
-
-from support.http import RawSession, Wire
-from support.probes import GateProbe
 
 
 @pytest.fixture

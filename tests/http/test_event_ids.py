@@ -12,12 +12,27 @@ from mcp_sync.http.sse import MAX_EVENT_NUMBER_DIGITS, parse_event_id
 def test_event_ids_this_library_makes_parse_back():
     assert parse_event_id("r-abc:12") == ("r-abc", 12)
     assert parse_event_id("a:b:0") == ("a:b", 0)
-    assert parse_event_id("s:" + "9" * MAX_EVENT_NUMBER_DIGITS) == ("s", int("9" * MAX_EVENT_NUMBER_DIGITS))
+    assert parse_event_id("s:" + "9" * MAX_EVENT_NUMBER_DIGITS) == (
+        "s",
+        int("9" * MAX_EVENT_NUMBER_DIGITS),
+    )
 
 
 @pytest.mark.parametrize(
     "value",
-    ["x:\u00b2", "s:" + "9" * 5000, "s:" + "1" * (MAX_EVENT_NUMBER_DIGITS + 1), "s:\u0661", "s:-1", "s:1_0", "s: 1", "s:", "nocolon", "", ":1"],
+    [
+        "x:\u00b2",
+        "s:" + "9" * 5000,
+        "s:" + "1" * (MAX_EVENT_NUMBER_DIGITS + 1),
+        "s:\u0661",
+        "s:-1",
+        "s:1_0",
+        "s: 1",
+        "s:",
+        "nocolon",
+        "",
+        ":1",
+    ],
 )
 def test_malformed_event_ids_are_refused(value):
     assert parse_event_id(value) is None
@@ -32,6 +47,8 @@ def test_parse_event_id_never_raises_on_random_input():
         for candidate in (value, value + ":" + "9" * rng.randrange(1, 6000)):
             parsed = parse_event_id(candidate)  # never raises
             if parsed is not None:
-                stream, sep, digits = candidate.rpartition(":")
+                stream, _sep, digits = candidate.rpartition(":")
                 assert parsed == (stream, int(digits))
-                assert digits.isascii() and digits.isdigit() and len(digits) <= MAX_EVENT_NUMBER_DIGITS
+                assert (
+                    digits.isascii() and digits.isdigit() and len(digits) <= MAX_EVENT_NUMBER_DIGITS
+                )

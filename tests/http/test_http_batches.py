@@ -7,15 +7,11 @@ import threading
 from typing import Any
 
 import pytest
-
-
-from mcp_sync.http import McpWsgiApp
-
-
-from support.http import make_server, RawSession
+from support.http import RawSession, make_server
 from support.messages import call_tool, notification, request
 from support.waiting import WAIT
 
+from mcp_sync.http import McpWsgiApp
 
 OLD = "2025-03-26"
 JSON_ONLY = "application/json"
@@ -24,7 +20,15 @@ JSON_ONLY = "application/json"
 def open_session(raw: Any, url: str, version: str) -> RawSession:
     """A raw session whose initialize negotiated ``version``."""
     session = raw(url)
-    init = request("initialize", {"protocolVersion": version, "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}, 0)
+    init = request(
+        "initialize",
+        {
+            "protocolVersion": version,
+            "capabilities": {},
+            "clientInfo": {"name": "raw", "version": "0"},
+        },
+        0,
+    )
     answer = session.post(init, headers=session.headers(session=False, accept=JSON_ONLY))
     assert answer.status_code == 200, answer.text
     assert answer.json()["result"]["protocolVersion"] == version
@@ -61,14 +65,23 @@ def test_a_batch_of_requests_gets_an_array_of_responses_at_2025_03_26(probe, ser
 def test_a_batch_of_notifications_only_gets_202(probe, serve, raw):
     handle = serve(make_server(probe))
     session = open_session(raw, handle.url, OLD)
-    answer = session.post([notification("notifications/roots/list_changed"), notification("notifications/initialized")])
+    answer = session.post(
+        [
+            notification("notifications/roots/list_changed"),
+            notification("notifications/initialized"),
+        ]
+    )
     assert answer.status_code == 202 and answer.content == b""
 
 
 def test_batch_elements_that_are_invalid_or_initialize_get_their_own_errors(probe, serve, raw):
     handle = serve(make_server(probe))
     session = open_session(raw, handle.url, OLD)
-    init = request("initialize", {"protocolVersion": OLD, "capabilities": {}, "clientInfo": {"name": "x", "version": "0"}}, 9)
+    init = request(
+        "initialize",
+        {"protocolVersion": OLD, "capabilities": {}, "clientInfo": {"name": "x", "version": "0"}},
+        9,
+    )
     answer = session.post([42, init, call_tool("echo", {"text": "ok"}, 2)])
     assert answer.status_code == 200, answer.text
     answers = answer.json()
@@ -94,7 +107,9 @@ def test_a_cancelled_request_of_a_batch_is_left_out_of_the_answer(probe, serve, 
     outcome: dict[str, Any] = {}
 
     def post_batch() -> None:
-        outcome["answer"] = session.post([call_tool("gated", {"tag": "g"}, 1), call_tool("echo", {"text": "kept"}, 2)])
+        outcome["answer"] = session.post(
+            [call_tool("gated", {"tag": "g"}, 1), call_tool("echo", {"text": "kept"}, 2)]
+        )
 
     poster = threading.Thread(target=post_batch, name="batch-poster")
     poster.start()
@@ -125,7 +140,9 @@ def test_a_batch_without_a_session_is_refused(probe, serve, raw):
     app = McpWsgiApp(make_server(probe))
     handle = serve(app)
     session = raw(handle.url)
-    answer = session.post([call_tool("touch", {"tag": "never"}, 1)], headers=session.headers(session=False))
+    answer = session.post(
+        [call_tool("touch", {"tag": "never"}, 1)], headers=session.headers(session=False)
+    )
     assert answer.status_code == 400
     assert app.stats().sessions == 0
     assert not probe.event("never").is_set()
@@ -136,7 +153,11 @@ def test_a_batch_cannot_take_more_than_max_session_requests(probe, serve, raw):
     session = open_session(raw, handle.url, OLD)
     answer = session.post([call_tool("echo", {"text": str(n)}, n) for n in range(5)])
     answers = answer.json()
-    assert sorted(a["result"]["content"][0]["text"] for a in answers if "result" in a) == ["0", "1", "2"]
+    assert sorted(a["result"]["content"][0]["text"] for a in answers if "result" in a) == [
+        "0",
+        "1",
+        "2",
+    ]
     refused = [a for a in answers if "error" in a]
     assert sorted(a["id"] for a in refused) == [3, 4]
     assert all("max_session_requests=3" in a["error"]["message"] for a in refused)

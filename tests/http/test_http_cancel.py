@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import threading
 
-from support.http import make_server, Sse
+from support.http import Sse, make_server
 from support.messages import call_tool, initialize_request, notification
 from support.threads import join_new_threads
 from support.waiting import WAIT
@@ -20,7 +20,9 @@ def cancel(request_id, reason="test cancels"):
     return notification("notifications/cancelled", {"requestId": request_id, "reason": reason})
 
 
-def test_posted_cancel_fires_the_token_and_ends_the_stream_without_response(probe, serve, raw, wire):
+def test_posted_cancel_fires_the_token_and_ends_the_stream_without_response(
+    probe, serve, raw, wire
+):
     # one worker: a tools/call after the cancelled one runs only once the cancelled
     # handler's run (and any answer it might write) is over: a barrier, not a sleep
     handle = serve(make_server(probe, max_workers=1))
@@ -35,7 +37,10 @@ def test_posted_cancel_fires_the_token_and_ends_the_stream_without_response(prob
     assert stream.rest() == [], "a cancelled request's stream must end with no event"
     assert stream.ended
     # barrier: the single worker is free again, so the cancelled run is completely over
-    assert session.call(call_tool("echo", {"text": "after"}, 8))["result"]["content"][0]["text"] == "after"
+    assert (
+        session.call(call_tool("echo", {"text": "after"}, 8))["result"]["content"][0]["text"]
+        == "after"
+    )
     assert wire.responses(7) == [], "the cancelled request was answered"
     assert [rid for _, rid in wire.accepted_cancels] == [7]
     assert handle.app.sessions()[0].endpoint.in_flight() == (0, 0)
@@ -76,12 +81,16 @@ def test_cancel_posted_in_another_session_cancels_nothing_there(probe, serve, ra
     assert not probe.cancelled("alice").is_set()
     probe.release("alice")
     events = alice_stream.rest()
-    assert [(m["id"], m["result"]["content"][0]["text"]) for _, m in events] == [(5, "alice: released")]
+    assert [(m["id"], m["result"]["content"][0]["text"]) for _, m in events] == [
+        (5, "alice: released")
+    ]
     assert probe.completed("alice").is_set() and not probe.cancelled("alice").is_set()
     assert [sid for sid, _ in wire.accepted_cancels] == [bob.session_id]
 
 
-def test_cancel_posted_in_another_session_when_that_session_has_no_such_request(probe, serve, raw, wire):
+def test_cancel_posted_in_another_session_when_that_session_has_no_such_request(
+    probe, serve, raw, wire
+):
     handle = serve(make_server(probe))
     owner, stranger = raw(handle.url), raw(handle.url)
     owner.initialize()
@@ -121,7 +130,9 @@ def test_disconnect_mid_stream_does_not_cancel_and_leaks_nothing(probe, serve, r
     assert not leaked, f"server threads left after the disconnect: {[t.name for t in leaked]}"
 
 
-def test_disconnect_on_an_idle_stream_ends_its_request_thread_once_the_answer_comes(probe, serve, raw, wire):
+def test_disconnect_on_an_idle_stream_ends_its_request_thread_once_the_answer_comes(
+    probe, serve, raw, wire
+):
     handle = serve(make_server(probe))
     session = raw(handle.url)
     session.initialize()
@@ -143,7 +154,9 @@ def test_many_cancels_in_one_session(probe, serve, raw, wire):
     session = raw(handle.url)
     session.initialize()
     tags = [f"m{i}" for i in range(4)]
-    streams = {tag: session.open(call_tool("gated", {"tag": tag}, 100 + i)) for i, tag in enumerate(tags)}
+    streams = {
+        tag: session.open(call_tool("gated", {"tag": tag}, 100 + i)) for i, tag in enumerate(tags)
+    }
     for tag in tags:
         assert probe.started(tag).wait(WAIT)
     for i, tag in enumerate(tags):
@@ -168,7 +181,12 @@ def test_cancelled_request_with_a_json_only_accept_gets_204_and_no_body(probe, s
     answers: list = []
 
     def post_json_only() -> None:
-        answers.append(session.post(call_tool("gated", {"tag": "j"}, 21), headers=session.headers(accept="application/json")))
+        answers.append(
+            session.post(
+                call_tool("gated", {"tag": "j"}, 21),
+                headers=session.headers(accept="application/json"),
+            )
+        )
 
     poster = threading.Thread(target=post_json_only, name="json-poster")
     poster.start()
@@ -186,12 +204,18 @@ def test_cancelled_request_with_a_json_only_accept_gets_204_and_no_body(probe, s
 def test_a_json_answer_that_outlives_request_timeout_cancels_the_request(probe, serve, raw, wire):
     """The POST can carry no answer after request_timeout: the handler is cancelled, not
     left running for nobody."""
-    handle = serve(make_server(probe).wsgi_app(path="/mcp", json_response=True, request_timeout=0.3))
+    handle = serve(
+        make_server(probe).wsgi_app(path="/mcp", json_response=True, request_timeout=0.3)
+    )
     session = raw(handle.url)
-    hello = session.post(initialize_request(0), headers=session.headers(session=False, accept="application/json"))
+    hello = session.post(
+        initialize_request(0), headers=session.headers(session=False, accept="application/json")
+    )
     assert hello.status_code == 200 and hello.json()["id"] == 0
     session.session_id = hello.headers["mcp-session-id"]
-    answer = session.post(call_tool("gated", {"tag": "t"}, 41), headers=session.headers(accept="application/json"))
+    answer = session.post(
+        call_tool("gated", {"tag": "t"}, 41), headers=session.headers(accept="application/json")
+    )
     assert answer.status_code == 204 and answer.content == b""
     assert probe.cancelled("t").wait(WAIT)
     assert "request_timeout" in (probe.reasons.get("t") or "")

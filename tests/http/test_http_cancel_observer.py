@@ -4,16 +4,19 @@ POST), and the client's sees the server cancelling the request it had sent the c
 from __future__ import annotations
 
 import threading
-from typing import Any, Callable
-
-from mcp_sync import Client, Context, Server
-from mcp_sync.http.embedded_server import HttpServerHandle
+from collections.abc import Callable
+from typing import Any
 
 from support.probes import ObservedCancels
 from support.waiting import WAIT
 
+from mcp_sync import Client, Context, Server
+from mcp_sync.http.embedded_server import HttpServerHandle
 
-def test_both_observers_see_the_cancellations_over_http(serve: Callable[..., HttpServerHandle]) -> None:
+
+def test_both_observers_see_the_cancellations_over_http(
+    serve: Callable[..., HttpServerHandle],
+) -> None:
     server_seen, client_seen = ObservedCancels(), ObservedCancels()
     server = Server("observed", on_cancelled=server_seen)
     asked, release = threading.Event(), threading.Event()
@@ -34,7 +37,9 @@ def test_both_observers_see_the_cancellations_over_http(serve: Callable[..., Htt
             pending = client.call_tool_future("ask")
             assert asked.wait(WAIT), "the server did not ask for roots"
             pending.cancel("user stop")
-            assert [(i, r) for i, r, _ in server_seen.wait_for(1)] == [(pending.request_id, "user stop")]
+            assert [(i, r) for i, r, _ in server_seen.wait_for(1)] == [
+                (pending.request_id, "user stop")
+            ]
             ((_, reason, _),) = client_seen.wait_for(1)
             assert reason, client_seen.seen
             release.set()  # before close(), which waits for the roots handler

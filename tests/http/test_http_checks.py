@@ -38,7 +38,12 @@ def test_media_type_is_the_type_and_subtype_only(value, expected):
 
 def test_only_application_json_passes_the_content_type_check():
     assert check_content_type("application/json; charset=utf-8") is None
-    for value in ("text/plain; charset=application/json", "application/jsonx", None, "application/json-seq"):
+    for value in (
+        "text/plain; charset=application/json",
+        "application/jsonx",
+        None,
+        "application/json-seq",
+    ):
         refusal = check_content_type(value)
         assert isinstance(refusal, Refusal) and refusal.status.startswith("415"), value
 
@@ -139,12 +144,17 @@ def test_a_content_length_over_the_cap_is_413_before_reading():
 
 
 def test_a_chunked_body_without_input_terminated_is_411():
-    refusal = read_body(environ(b"7\r\n{\"a\":1}\r\n0\r\n\r\n", HTTP_TRANSFER_ENCODING="chunked"), 100)
+    refusal = read_body(
+        environ(b'7\r\n{"a":1}\r\n0\r\n\r\n', HTTP_TRANSFER_ENCODING="chunked"), 100
+    )
     assert isinstance(refusal, Refusal) and refusal.status.startswith("411")
 
 
 def test_a_terminated_body_is_read_to_its_end():
-    body = read_body(environ(b'{"a": 1}', HTTP_TRANSFER_ENCODING="chunked", **{"wsgi.input_terminated": True}), 100)
+    body = read_body(
+        environ(b'{"a": 1}', HTTP_TRANSFER_ENCODING="chunked", **{"wsgi.input_terminated": True}),
+        100,
+    )
     assert body == b'{"a": 1}'
     exactly_the_cap = read_body(environ(b"x" * 100, **{"wsgi.input_terminated": True}), 100)
     assert exactly_the_cap == b"x" * 100
@@ -152,7 +162,9 @@ def test_a_terminated_body_is_read_to_its_end():
 
 def test_a_terminated_body_over_the_cap_is_413_and_reads_only_past_the_cap():
     stream = Endless()
-    refusal = read_body(environ(stream, HTTP_TRANSFER_ENCODING="chunked", **{"wsgi.input_terminated": True}), 1000)
+    refusal = read_body(
+        environ(stream, HTTP_TRANSFER_ENCODING="chunked", **{"wsgi.input_terminated": True}), 1000
+    )
     assert isinstance(refusal, Refusal) and refusal.status.startswith("413")
     assert 1000 < stream.served <= 1001 + 65536
 

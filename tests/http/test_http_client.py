@@ -17,15 +17,10 @@ from collections import Counter
 from typing import Any
 
 import pytest
-
 from support.http import make_server
 from support.messages import as_wire
 from support.probes import GateProbe
 from support.waiting import WAIT, wait_until
-
-
-# the names of the threads an HTTP client starts
-CLIENT_THREADS = ("mcp_sync-http-stream", "mcp_sync-http-get", "mcp_sync-http-request", "mcp_sync-http-sender")
 
 from mcp_sync import (
     Cancelled,
@@ -37,9 +32,17 @@ from mcp_sync import (
     RequestTimeout,
     Server,
 )
-from mcp_sync.jsonrpc import id_key
 from mcp_sync.errors import HttpError, SessionEnded
 from mcp_sync.http.client_transport import HttpClientTransport, ReconnectPolicy, header_int
+from mcp_sync.jsonrpc import id_key
+
+# the names of the threads an HTTP client starts
+CLIENT_THREADS = (
+    "mcp_sync-http-stream",
+    "mcp_sync-http-get",
+    "mcp_sync-http-request",
+    "mcp_sync-http-sender",
+)
 
 
 def full_server(probe: GateProbe, **options: Any) -> Server:
@@ -54,13 +57,19 @@ def full_server(probe: GateProbe, **options: Any) -> Server:
     @server.tool()
     def ask_sample(prompt: str, ctx: Context) -> str:
         """sampling/createMessage to the client; the sampled text."""
-        result = ctx.session.create_message([{"role": "user", "content": {"type": "text", "text": prompt}}], max_tokens=20)
+        result = ctx.session.create_message(
+            [{"role": "user", "content": {"type": "text", "text": prompt}}], max_tokens=20
+        )
         return str(result.content.text)
 
     @server.tool()
     def ask_name(ctx: Context) -> str:
         """elicitation/create (form) to the client."""
-        schema = {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}
+        schema = {
+            "type": "object",
+            "properties": {"name": {"type": "string"}},
+            "required": ["name"],
+        }
         result = ctx.session.elicit("Your name?", schema)
         return f"{result.action}:{(result.content or {}).get('name')}"
 
@@ -69,7 +78,9 @@ def full_server(probe: GateProbe, **options: Any) -> Server:
         """sampling/createMessage to the client; records how the nested request ended."""
         probe.event("nested.started").set()
         try:
-            result = ctx.session.create_message([{"role": "user", "content": {"type": "text", "text": "hold"}}], max_tokens=5)
+            result = ctx.session.create_message(
+                [{"role": "user", "content": {"type": "text", "text": "hold"}}], max_tokens=5
+            )
         except Cancelled:
             probe.event("nested.cancelled").set()
             raise
@@ -153,7 +164,9 @@ def test_cancel_token(probe, served):
     _, handle = served
     token = CancelToken()
     with Client.http(handle.url) as client:
-        canceller = threading.Thread(target=lambda: probe.started("k").wait(WAIT) and token.cancel("user pressed stop"))
+        canceller = threading.Thread(
+            target=lambda: probe.started("k").wait(WAIT) and token.cancel("user pressed stop")
+        )
         canceller.start()
         try:
             with pytest.raises(Cancelled):
@@ -175,14 +188,20 @@ def test_server_to_client_requests_over_sse(served):
 
     def sampling(params: dict[str, Any], ctx: Context) -> dict[str, Any]:
         text = params["messages"][0]["content"]["text"]
-        return {"role": "assistant", "content": {"type": "text", "text": f"sampled {text}"}, "model": "fake"}
+        return {
+            "role": "assistant",
+            "content": {"type": "text", "text": f"sampled {text}"},
+            "model": "fake",
+        }
 
     def elicitation(params: dict[str, Any], ctx: Context) -> dict[str, Any]:
         assert params["message"] == "Your name?"
         return {"action": "accept", "content": {"name": "Ada"}}
 
     roots = ["/srv/data", {"uri": "file:///home/ada", "name": "home"}]
-    with Client.http(handle.url, roots=roots, sampling_handler=sampling, elicitation_handler=elicitation) as client:
+    with Client.http(
+        handle.url, roots=roots, sampling_handler=sampling, elicitation_handler=elicitation
+    ) as client:
         listed = json.loads(client.call_tool("ask_roots").content[0].text)
         assert listed == [{"uri": "file:///srv/data"}, {"uri": "file:///home/ada", "name": "home"}]
         assert client.call_tool("ask_sample", {"prompt": "hi"}).content[0].text == "sampled hi"
@@ -200,7 +219,11 @@ def test_cancelling_the_tool_cancels_its_request_to_the_client(probe, served):
         try:
             if ctx.wait(WAIT):
                 handler_cancelled.set()
-            return {"role": "assistant", "content": {"type": "text", "text": "too late"}, "model": "fake"}
+            return {
+                "role": "assistant",
+                "content": {"type": "text", "text": "too late"},
+                "model": "fake",
+            }
         finally:
             handler_returned.set()
 
@@ -219,7 +242,9 @@ def test_cancelling_the_tool_cancels_its_request_to_the_client(probe, served):
         future = client.call_tool_future("ask_sample_and_wait")
         assert handler_started.wait(WAIT)
         assert future.cancel("stop everything") is True
-        assert probe.event("nested.cancelled").wait(WAIT), "the server's nested request was not cancelled"
+        assert probe.event("nested.cancelled").wait(WAIT), (
+            "the server's nested request was not cancelled"
+        )
         assert handler_cancelled.wait(WAIT), "the client's sampling handler token did not fire"
         assert handler_returned.wait(WAIT)
         # barrier: another server-to-client request is answered only after that run ended
@@ -248,7 +273,9 @@ def test_later_call_after_the_server_deleted_the_session_fails_with_session_ende
             client.call_tool("echo", {"text": "c"})
 
 
-def test_call_in_flight_when_the_server_deletes_the_session_fails_with_session_ended(probe, served, raw):
+def test_call_in_flight_when_the_server_deletes_the_session_fails_with_session_ended(
+    probe, served, raw
+):
     _, handle = served
     with Client.http(handle.url) as client:
         future = client.call_tool_future("gated", {"tag": "g"})
@@ -296,7 +323,9 @@ def test_close_sends_delete(served, raw):
 
 def test_server_stop_fails_pending_calls(probe, serve):
     handle = serve(make_server(probe))
-    client = Client.connect(HttpClientTransport(handle.url, reconnect=ReconnectPolicy(delay=0.05)), protocol="legacy")  # as Client.http
+    client = Client.connect(
+        HttpClientTransport(handle.url, reconnect=ReconnectPolicy(delay=0.05)), protocol="legacy"
+    )  # as Client.http
     try:
         future = client.call_tool_future("gated", {"tag": "s"})
         assert probe.started("s").wait(WAIT)
@@ -340,7 +369,11 @@ def test_close_does_not_hang_on_a_server_that_stopped_answering():
     connections: list[socket.socket] = []
     silent = threading.Event()
     stop = threading.Event()
-    init = {"protocolVersion": "2025-11-25", "capabilities": {}, "serverInfo": {"name": "mute", "version": "0"}}
+    init = {
+        "protocolVersion": "2025-11-25",
+        "capabilities": {},
+        "serverInfo": {"name": "mute", "version": "0"},
+    }
 
     def fake_server() -> None:
         while not stop.is_set():
@@ -351,13 +384,19 @@ def test_close_does_not_hang_on_a_server_that_stopped_answering():
             if data.startswith(b"POST") and message.get("method") == "initialize":
                 body = json.dumps({"jsonrpc": "2.0", "id": message["id"], "result": init}).encode()
                 head = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nMcp-Session-Id: s1\r\nConnection: close\r\n"
-                conn.sendall(head + b"Content-Length: " + str(len(body)).encode() + b"\r\n\r\n" + body)
+                conn.sendall(
+                    head + b"Content-Length: " + str(len(body)).encode() + b"\r\n\r\n" + body
+                )
                 conn.close()
             elif data.startswith(b"POST"):
-                conn.sendall(b"HTTP/1.1 202 Accepted\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+                conn.sendall(
+                    b"HTTP/1.1 202 Accepted\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+                )
                 conn.close()
             elif data.startswith(b"GET"):
-                conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n")
+                conn.sendall(
+                    b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"
+                )
                 silent.set()  # and then nothing, ever
             else:  # DELETE: hang up without an answer
                 conn.close()
@@ -365,7 +404,9 @@ def test_close_does_not_hang_on_a_server_that_stopped_answering():
     thread = threading.Thread(target=fake_server, name="mute-server")
     thread.start()
     try:
-        client = Client.http(f"http://127.0.0.1:{port}/mcp", connect_timeout=WAIT, open_get_stream=True)
+        client = Client.http(
+            f"http://127.0.0.1:{port}/mcp", connect_timeout=WAIT, open_get_stream=True
+        )
         assert silent.wait(WAIT)  # the GET stream is open, and silent
         closer = threading.Thread(target=client.close, name="closer")
         closer.start()
@@ -426,8 +467,13 @@ def test_200_concurrent_calls_with_random_cancellations(serve, wire, fast_switch
                 if local.random() < 0.2:  # cancelling twice is harmless and consistent
                     cancel_returned[n].append(futures[n].cancel("again"))
 
-        submitters = [threading.Thread(target=submitter, args=(plans[i::4],), name=f"submit-{i}") for i in range(4)]
-        cancellers = [threading.Thread(target=canceller, args=(i,), name=f"cancel-{i}") for i in range(3)]
+        submitters = [
+            threading.Thread(target=submitter, args=(plans[i::4],), name=f"submit-{i}")
+            for i in range(4)
+        ]
+        cancellers = [
+            threading.Thread(target=canceller, args=(i,), name=f"cancel-{i}") for i in range(3)
+        ]
         for t in submitters + cancellers:
             t.start()
         for t in submitters:
@@ -452,7 +498,7 @@ def test_200_concurrent_calls_with_random_cancellations(serve, wire, fast_switch
             except RequestTimeout:
                 outcomes[n] = "timeout"
         # every call ended exactly once
-        assert settled == Counter({n: 1 for n in range(200)})
+        assert settled == Counter(dict.fromkeys(range(200), 1))
         for n, returned in cancel_returned.items():
             if True in returned:
                 assert outcomes[n] == "cancelled", (n, returned, outcomes[n])
@@ -462,6 +508,7 @@ def test_200_concurrent_calls_with_random_cancellations(serve, wire, fast_switch
         # the server's view: at most one answer per request, none after an accepted cancel,
         # and each request either answered or cancelled
         ids = {n: futures[n].request_id for n in futures}
+
         # a cancelled call settles at once, while its request and cancellation are still
         # being POSTed: wait (bounded) until the server has seen the end of every request
         def every_request_ended_on_the_server() -> bool:
@@ -482,10 +529,18 @@ def test_200_concurrent_calls_with_random_cancellations(serve, wire, fast_switch
         for t in [t for t in threading.enumerate() if t.name.startswith("mcp_sync-http-stream")]:
             t.join(WAIT)
         client.ping()  # barrier: the reader thread has processed everything those streams carried
-        late = {rid for n, rid in ids.items() if outcomes[n] != "result" and counts.get(id_key(rid), 0)}
+        late = {
+            rid for n, rid in ids.items() if outcomes[n] != "result" and counts.get(id_key(rid), 0)
+        }
         assert client.endpoint.dropped["late response after cancellation"] == len(late)
         assert client.endpoint.in_flight() == (0, 0)
-        print(Counter(outcomes.values()), "cancels accepted:", len(accepted), "late answers dropped:", len(late))
+        print(
+            Counter(outcomes.values()),
+            "cancels accepted:",
+            len(accepted),
+            "late answers dropped:",
+            len(late),
+        )
     assert handle.app.sessions() == []
     assert not [t.name for t in threading.enumerate() if t.name.startswith(CLIENT_THREADS)]
 
@@ -521,14 +576,23 @@ def test_a_cancellation_issued_at_once_is_never_lost(probe, serve, wire, fast_sw
 
         def every_cancel_arrived() -> bool:
             with log.lock:
-                return ids <= {m["params"]["requestId"] for m in log.messages if m.get("method") == "notifications/cancelled"}
+                return ids <= {
+                    m["params"]["requestId"]
+                    for m in log.messages
+                    if m.get("method") == "notifications/cancelled"
+                }
 
         wait_until(every_cancel_arrived, "every cancellation to reach the server")
         client.ping(timeout=WAIT)
         session = log.app.sessions()[0]
-        wait_until(lambda: session.endpoint.in_flight()[0] == 0, "the server to end every cancelled request")
+        wait_until(
+            lambda: session.endpoint.in_flight()[0] == 0,
+            "the server to end every cancelled request",
+        )
         for i in range(30):
-            assert probe.cancelled(f"c{i}").is_set() or not probe.started(f"c{i}").is_set(), f"c{i} ran uncancelled"
+            assert probe.cancelled(f"c{i}").is_set() or not probe.started(f"c{i}").is_set(), (
+                f"c{i} ran uncancelled"
+            )
             assert not probe.completed(f"c{i}").is_set()
         assert all(wire.responses(rid) == [] for rid in ids)
 
@@ -541,7 +605,10 @@ def test_a_server_that_answers_with_json_stalls_no_other_call(probe, serve):
         blocked = client.call_tool_future("gated", {"tag": "slow"})
         assert probe.started("slow").wait(WAIT)
         client.ping(timeout=WAIT)  # not stuck behind the blocked POST
-        assert client.call_tool("echo", {"text": "meanwhile"}, timeout=WAIT).content[0].text == "meanwhile"
+        assert (
+            client.call_tool("echo", {"text": "meanwhile"}, timeout=WAIT).content[0].text
+            == "meanwhile"
+        )
         with pytest.raises(RequestTimeout):
             client.call_tool("gated", {"tag": "timed"}, timeout=0.3)
         assert blocked.cancel("done waiting") is True
@@ -553,7 +620,16 @@ def test_a_server_that_answers_with_json_stalls_no_other_call(probe, serve):
 
 @pytest.mark.parametrize(
     ("value", "expected"),
-    [("0", 0), ("120", 120), ("", None), ("²", None), ("١٢", None), ("１", None), ("-1", None), ("1.5", None), (" 3", None)],
+    [
+        ("0", 0),
+        ("120", 120),
+        ("", None),
+        ("²", None),
+        ("١٢", None),
+        ("１", None)("-1", None),  # noqa: RUF001 - a fullwidth digit, on purpose,
+        ("1.5", None),
+        (" 3", None),
+    ],
 )
 def test_header_int_takes_ascii_digits_only(value: str, expected: int | None) -> None:
     """Content-Length and Retry-After: httpx decodes header bytes as Latin-1, where "²" is a
@@ -566,7 +642,7 @@ def test_connect_on_the_http_transport_in_auto_mode_speaks_2025_without_a_probe(
     sends no server/discover probe (which the app would refuse for lacking the 2026-07-28
     routing headers) and ends on 2025-11-25 with the server's capabilities; a protocol that
     allows only 2026-07-28 is refused before anything is sent."""
-    server, handle = served
+    _server, handle = served
     with Client.connect(HttpClientTransport(handle.url)) as client:
         assert client.protocol_version == "2025-11-25"
         assert "tools" in client.server_capabilities

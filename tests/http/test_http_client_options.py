@@ -7,22 +7,22 @@ JSON-RPC (``McpError`` with ``http_status``), the reconnect policy, and no CA bu
 from __future__ import annotations
 
 import io
-import math
 import json
+import math
 import ssl
 import threading
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 import httpx
 import pytest
-
-from mcp_sync import Client, ConnectionClosed, McpError
-from mcp_sync.http import serve_http
-from mcp_sync.errors import HttpError, RequestNotSent
-from mcp_sync.http.client_transport import HttpClientTransport, ReconnectPolicy
-
 from support.http import make_server
 from support.waiting import WAIT
+
+from mcp_sync import Client, ConnectionClosed, McpError
+from mcp_sync.errors import HttpError, RequestNotSent
+from mcp_sync.http import serve_http
+from mcp_sync.http.client_transport import HttpClientTransport, ReconnectPolicy
 
 
 class RefreshingAuth(httpx.Auth):
@@ -70,10 +70,18 @@ def test_an_auth_flow_that_refreshes_its_token_on_401_works_end_to_end(probe, se
 def test_a_user_supplied_httpx_client_is_used_and_left_open(probe, serve):
     handle = serve(make_server(probe))
     seen: list[str] = []
-    http = httpx.Client(headers={"X-Mine": "1"}, timeout=httpx.Timeout(2.0, read=0.05), event_hooks={"request": [lambda r: seen.append(f"{r.method} {r.headers.get('x-mine', '')}")]})
+    http = httpx.Client(
+        headers={"X-Mine": "1"},
+        timeout=httpx.Timeout(2.0, read=0.05),
+        event_hooks={
+            "request": [lambda r: seen.append(f"{r.method} {r.headers.get('x-mine', '')}")]
+        },
+    )
     try:
         with Client.http(handle.url, http_client=http) as client:
-            assert client.call_tool("echo", {"text": "mine"}, timeout=WAIT).content[0].text == "mine"
+            assert (
+                client.call_tool("echo", {"text": "mine"}, timeout=WAIT).content[0].text == "mine"
+            )
             # its 50 ms read timeout is not applied to a stream that idles for longer
             future = client.call_tool_future("gated", {"tag": "long"})
             assert probe.started("long").wait(WAIT)
@@ -129,16 +137,34 @@ def refusing(probe, serve):
             message = json.loads(body)
             error = None
             if message.get("method") == "tools/call" and message["params"]["name"] == "refuse":
-                error = {"jsonrpc": "2.0", "id": message["id"], "error": {"code": -32022, "message": "Unsupported protocol version", "data": {"supported": ["2026-07-28"]}}}
+                error = {
+                    "jsonrpc": "2.0",
+                    "id": message["id"],
+                    "error": {
+                        "code": -32022,
+                        "message": "Unsupported protocol version",
+                        "data": {"supported": ["2026-07-28"]},
+                    },
+                }
             elif message.get("method") == "tools/call" and message["params"]["name"] == "too_big":
-                start_response("413 Payload Too Large", [("Content-Type", "text/plain"), ("Content-Length", "8")])
+                start_response(
+                    "413 Payload Too Large",
+                    [("Content-Type", "text/plain"), ("Content-Length", "8")],
+                )
                 return [b"too big!"]
             elif message.get("method") == "notifications/roots/list_changed":
-                error = {"jsonrpc": "2.0", "id": None, "error": {"code": -32600, "message": "not now"}}
+                error = {
+                    "jsonrpc": "2.0",
+                    "id": None,
+                    "error": {"code": -32600, "message": "not now"},
+                }
                 refused_notification.set()
             if error is not None:
                 data = json.dumps(error).encode()
-                start_response("400 Bad Request", [("Content-Type", "application/json"), ("Content-Length", str(len(data)))])
+                start_response(
+                    "400 Bad Request",
+                    [("Content-Type", "application/json"), ("Content-Length", str(len(data)))],
+                )
                 return [data]
             environ["wsgi.input"] = io.BytesIO(body)
         return app(environ, start_response)
@@ -154,7 +180,12 @@ def test_an_http_error_carrying_jsonrpc_is_an_mcp_error_with_the_status(refusing
         with pytest.raises(McpError) as info:
             client.call_tool("refuse", {}, timeout=WAIT)
         error = info.value
-        assert (error.code, error.message, error.data, error.http_status) == (-32022, "Unsupported protocol version", {"supported": ["2026-07-28"]}, 400)
+        assert (error.code, error.message, error.data, error.http_status) == (
+            -32022,
+            "Unsupported protocol version",
+            {"supported": ["2026-07-28"]},
+            400,
+        )
         assert not client.closed
         assert client.call_tool("echo", {"text": "still"}, timeout=WAIT).content[0].text == "still"
         with pytest.raises(McpError) as unknown:  # an answer over SSE has no HTTP status
@@ -226,7 +257,9 @@ def test_init_timeout_bounds_a_server_that_accepts_but_never_answers():
 
     def connect() -> None:
         try:
-            Client.http(f"http://127.0.0.1:{listener.getsockname()[1]}/mcp", init_timeout=0.5).close()
+            Client.http(
+                f"http://127.0.0.1:{listener.getsockname()[1]}/mcp", init_timeout=0.5
+            ).close()
         except BaseException as exc:
             outcome.append(exc)
         done.set()

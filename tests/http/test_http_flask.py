@@ -9,18 +9,17 @@ mcp_sync's WSGI app. Served by a real threaded WSGI server — werkzeug's
 from __future__ import annotations
 
 import threading
-from typing import Any, Callable, Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import httpx
 import pytest
-
-from mcp_sync import Cancelled, Client
-from mcp_sync.http import McpWsgiApp, serve_http
-
 from support.http import make_server, run_waitress
 from support.probes import GateProbe
 from support.waiting import WAIT
 
+from mcp_sync import Cancelled, Client
+from mcp_sync.http import McpWsgiApp, serve_http
 
 flask = pytest.importorskip("flask")
 from werkzeug.middleware.dispatcher import DispatcherMiddleware
@@ -95,7 +94,10 @@ def test_flask_routes_and_mcp_side_by_side(flask_site, probe):
             assert client.server_info.name == "flask-mounted"
             assert {"echo", "gated"} <= {tool.name for tool in client.list_tools()}
             assert client.call_tool("echo", {"text": "via flask"}).content[0].text == "via flask"
-            assert client.call_tool("slow", {"seconds": 0.2}, on_progress=on_progress).content[0].text == "done"
+            assert (
+                client.call_tool("slow", {"seconds": 0.2}, on_progress=on_progress).content[0].text
+                == "done"
+            )
             assert done.wait(WAIT) and progress == list(range(1, 11))
 
             # a blocked MCP call does not block the web app's other requests

@@ -8,17 +8,15 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Iterator
+from collections.abc import Iterator
 
 import httpx
 import pytest
-
 from support.http import ACCEPT_BOTH
 from support.messages import PROTOCOL_VERSION, call_tool, initialize_request, notification
 from support.paths import PYTHON, ROOT
 from support.processes import Proc
 from support.waiting import WAIT
-
 
 pytest.importorskip("gunicorn")
 
@@ -45,7 +43,9 @@ def chunked(body: bytes, size: int = 100) -> Iterator[bytes]:
         yield body[start : start + size]
 
 
-def post_chunked(http: httpx.Client, url: str, message: dict, session_id: str | None = None) -> httpx.Response:
+def post_chunked(
+    http: httpx.Client, url: str, message: dict, session_id: str | None = None
+) -> httpx.Response:
     headers = {"Accept": ACCEPT_BOTH, "Content-Type": "application/json"}
     if session_id is not None:
         headers |= {"Mcp-Session-Id": session_id, "MCP-Protocol-Version": PROTOCOL_VERSION}
@@ -53,7 +53,11 @@ def post_chunked(http: httpx.Client, url: str, message: dict, session_id: str | 
 
 
 def sse_messages(text: str) -> list[dict]:
-    return [json.loads(line[5:]) for line in text.splitlines() if line.startswith("data:") and line[5:].strip()]
+    return [
+        json.loads(line[5:])
+        for line in text.splitlines()
+        if line.startswith("data:") and line[5:].strip()
+    ]
 
 
 def test_chunked_bodies_are_read_under_gunicorn_and_capped(gunicorn_url):
@@ -62,12 +66,23 @@ def test_chunked_bodies_are_read_under_gunicorn_and_capped(gunicorn_url):
         assert answer.status_code == 200, answer.text
         session_id = answer.headers["mcp-session-id"]
         assert [m["id"] for m in sse_messages(answer.text)] == [0]
-        assert post_chunked(http, gunicorn_url, notification("notifications/initialized"), session_id).status_code == 202
-        echo = post_chunked(http, gunicorn_url, call_tool("echo", {"text": "chunked"}, 1), session_id)
+        assert (
+            post_chunked(
+                http, gunicorn_url, notification("notifications/initialized"), session_id
+            ).status_code
+            == 202
+        )
+        echo = post_chunked(
+            http, gunicorn_url, call_tool("echo", {"text": "chunked"}, 1), session_id
+        )
         assert echo.status_code == 200
         assert sse_messages(echo.text)[-1]["result"]["content"][0]["text"] == "chunked"
-        too_big = post_chunked(http, gunicorn_url, call_tool("echo", {"text": "x" * MAX_BODY_BYTES}, 2), session_id)
+        too_big = post_chunked(
+            http, gunicorn_url, call_tool("echo", {"text": "x" * MAX_BODY_BYTES}, 2), session_id
+        )
         assert too_big.status_code == 413, too_big.text
         # the session is unharmed
-        again = post_chunked(http, gunicorn_url, call_tool("echo", {"text": "after"}, 3), session_id)
+        again = post_chunked(
+            http, gunicorn_url, call_tool("echo", {"text": "after"}, 3), session_id
+        )
         assert sse_messages(again.text)[-1]["result"]["content"][0]["text"] == "after"

@@ -19,17 +19,13 @@ import subprocess
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import httpx
 import pytest
-
-from mcp_sync import Cancelled, Client, ConnectionClosed, Context, RequestTimeout
-from mcp_sync.errors import McpError
-from mcp_sync.errors import SessionEnded
-
 from support.http import make_server
 from support.interop import wait_for_marker
 from support.messages import as_wire
@@ -37,6 +33,8 @@ from support.paths import PEERS, PYTHON
 from support.probes import GateProbe
 from support.waiting import WAIT
 
+from mcp_sync import Cancelled, Client, ConnectionClosed, Context, RequestTimeout
+from mcp_sync.errors import McpError, SessionEnded
 
 pytestmark = pytest.mark.interop
 
@@ -96,11 +94,15 @@ def _read_ready_line(process: subprocess.Popen[bytes], stderr_path: Path) -> str
         while b"\n" not in buffer:
             remaining = end - time.monotonic()
             if remaining <= 0 or process.poll() is not None:
-                raise AssertionError(f"the official server did not start: {stderr_path.read_text()[-2000:]}")
+                raise AssertionError(
+                    f"the official server did not start: {stderr_path.read_text()[-2000:]}"
+                )
             if selector.select(min(remaining, 0.5)):
                 chunk = os.read(process.stdout.fileno(), 4096)
                 if not chunk:
-                    raise AssertionError(f"the official server exited: {stderr_path.read_text()[-2000:]}")
+                    raise AssertionError(
+                        f"the official server exited: {stderr_path.read_text()[-2000:]}"
+                    )
                 buffer += chunk
     line = buffer.split(b"\n", 1)[0].decode()
     assert line.startswith("READY "), line
@@ -181,9 +183,15 @@ def test_our_client_times_out_a_call_on_the_official_server(official_server):
 def test_official_server_requests_roots_and_sampling_from_our_client(official_server):
     def sampling(params: dict[str, Any], ctx: Context) -> dict[str, Any]:
         prompt = params["messages"][0]["content"]["text"]
-        return {"role": "assistant", "content": {"type": "text", "text": f"echo:{prompt}"}, "model": "fake"}
+        return {
+            "role": "assistant",
+            "content": {"type": "text", "text": f"echo:{prompt}"},
+            "model": "fake",
+        }
 
-    with Client.http(official_server.url, roots=["file:///srv/a"], sampling_handler=sampling) as client:
+    with Client.http(
+        official_server.url, roots=["file:///srv/a"], sampling_handler=sampling
+    ) as client:
         roots = json.loads(client.call_tool("ask_roots").content[0].text)
         assert roots == [{"uri": "file:///srv/a"}]
         assert client.call_tool("ask_sample", {"prompt": "hi"}).content[0].text == "echo:hi"
@@ -194,15 +202,27 @@ def test_close_ends_the_session_on_the_official_server(official_server):
     session_id = client.transport.session_id
     assert session_id
     client.close()  # DELETE
-    headers = {"Mcp-Session-Id": session_id, "Accept": "application/json, text/event-stream", "MCP-Protocol-Version": "2025-11-25"}
-    answer = httpx.post(official_server.url, json={"jsonrpc": "2.0", "id": 1, "method": "ping"}, headers=headers, timeout=WAIT)
+    headers = {
+        "Mcp-Session-Id": session_id,
+        "Accept": "application/json, text/event-stream",
+        "MCP-Protocol-Version": "2025-11-25",
+    }
+    answer = httpx.post(
+        official_server.url,
+        json={"jsonrpc": "2.0", "id": 1, "method": "ping"},
+        headers=headers,
+        timeout=WAIT,
+    )
     assert answer.status_code == 404
 
 
 def test_official_server_ending_the_session_fails_our_calls_with_session_ended(official_server):
     with Client.http(official_server.url, open_get_stream=False) as client:
         assert client.call_tool("echo", {"text": "a"}).content[0].text == "a"
-        headers = {"Mcp-Session-Id": client.transport.session_id, "MCP-Protocol-Version": "2025-11-25"}
+        headers = {
+            "Mcp-Session-Id": client.transport.session_id,
+            "MCP-Protocol-Version": "2025-11-25",
+        }
         assert httpx.delete(official_server.url, headers=headers, timeout=WAIT).status_code == 200
         with pytest.raises(ConnectionClosed) as info:
             client.call_tool("echo", {"text": "b"}, timeout=WAIT)
@@ -230,9 +250,15 @@ class RecordingApp:
             "body": json.loads(body) if body.strip() else None,
         }
 
-        def recording_start_response(status: str, headers: list[tuple[str, str]], exc_info: Any = None) -> Any:
+        def recording_start_response(
+            status: str, headers: list[tuple[str, str]], exc_info: Any = None
+        ) -> Any:
             exchange["status"] = int(status.split()[0])
-            return start_response(status, headers, exc_info) if exc_info else start_response(status, headers)
+            return (
+                start_response(status, headers, exc_info)
+                if exc_info
+                else start_response(status, headers)
+            )
 
         with self.lock:
             self.exchanges.append(exchange)
@@ -261,7 +287,11 @@ class OfficialClientRun:
         return [w["msg"] for w in self.output["wire"] if w["dir"] == direction]
 
     def call_id(self, tool: str) -> Any:
-        ids = [m["id"] for m in self.wire(">>") if m.get("method") == "tools/call" and m["params"]["name"] == tool]
+        ids = [
+            m["id"]
+            for m in self.wire(">>")
+            if m.get("method") == "tools/call" and m["params"]["name"] == tool
+        ]
         assert len(ids) == 1, ids
         return ids[0]
 
@@ -343,7 +373,9 @@ def test_official_client_calls_tools_on_our_server(official_client_run):
     assert run.output["serverInfo"]["name"] == "mcp-sync-under-test"
     assert run.output["protocolVersion"] == "2025-11-25"
     assert {"echo", "gated", "slow"} <= set(run.step("list")["tools"])
-    echo = [s for s in run.output["steps"] if s["op"] == "call" and s.get("result", {}).get("content")]
+    echo = [
+        s for s in run.output["steps"] if s["op"] == "call" and s.get("result", {}).get("content")
+    ]
     assert echo[0]["result"]["content"][0]["text"] == "hello"
     assert run.output["steps"][-1]["result"]["content"][0]["text"] == "still here"
     assert run.output["ok"], run.output["steps"]
@@ -354,7 +386,10 @@ def test_official_client_gets_invalid_arguments_as_a_tool_result(official_client
     step = official_client_run.output["steps"][-2]
     assert step["ok"], step
     assert step["result"]["isError"] is True
-    assert step["result"]["content"][0]["text"] == "Invalid arguments for tool 'echo': text: Input should be a valid string (got 5)"
+    assert (
+        step["result"]["content"][0]["text"]
+        == "Invalid arguments for tool 'echo': text: Input should be a valid string (got 5)"
+    )
 
 
 def test_official_client_gets_progress_from_our_server(official_client_run):
@@ -380,7 +415,10 @@ def test_official_client_cancels_a_call_on_our_server(official_client_run):
     # the SDK's transport may hand its session a *local* error once it gives up resuming
     # the stream (it never came from the server: see `pushed` above); nothing else arrived
     seen = [m for m in run.wire("<<") if m.get("id") == call_id and "method" not in m]
-    assert all("reconnection attempts were exhausted" in m.get("error", {}).get("message", "") for m in seen), seen
+    assert all(
+        "reconnection attempts were exhausted" in m.get("error", {}).get("message", "")
+        for m in seen
+    ), seen
     # the SDK tried to resume the answer-less stream: told 204 (stop), it gave up
     resumes = [e for e in run.exchanges if e["method"] == "GET" and e["last_event_id"]]
     assert resumes and all(e["status"] == 204 for e in resumes), run.exchanges
@@ -389,7 +427,11 @@ def test_official_client_cancels_a_call_on_our_server(official_client_run):
 
 def test_our_server_cancels_its_request_to_the_official_client(official_client_run):
     run = official_client_run
-    step = [s for s in run.output["steps"] if s["op"] == "call" and "TIMEOUT" in json.dumps(s.get("result", {}))]
+    step = [
+        s
+        for s in run.output["steps"]
+        if s["op"] == "call" and "TIMEOUT" in json.dumps(s.get("result", {}))
+    ]
     assert step, run.output["steps"]
     assert "timed out" in run.nested["timed_out"]
     roots_requests = [m for m in run.wire("<<") if m.get("method") == "roots/list"]
@@ -400,10 +442,14 @@ def test_our_server_cancels_its_request_to_the_official_client(official_client_r
     assert [m["params"]["requestId"] for m in cancels] == [roots_id]
     # ... the SDK cancelled its callback ...
     callbacks = run.output["callbacks"]
-    assert len(callbacks) == 1 and "cancelled" in callbacks[0] and "finished" not in callbacks[0], callbacks
+    assert len(callbacks) == 1 and "cancelled" in callbacks[0] and "finished" not in callbacks[0], (
+        callbacks
+    )
     # ... and answered nothing (neither in its own wire view nor in what our server received)
     assert not [m for m in run.wire(">>") if m.get("id") == roots_id and "method" not in m]
-    posted = [e["body"] for e in run.exchanges if e["method"] == "POST" and isinstance(e["body"], dict)]
+    posted = [
+        e["body"] for e in run.exchanges if e["method"] == "POST" and isinstance(e["body"], dict)
+    ]
     assert not [b for b in posted if b.get("id") == roots_id and "method" not in b]
 
 
@@ -467,7 +513,16 @@ def test_official_client_reconnects_after_our_stream_lifetime_and_misses_nothing
     handle = serve_http(gate, "127.0.0.1", 0)
     try:
         completed = subprocess.run(
-            [PYTHON, str(PEERS / "official_http_client.py"), handle.url, json.dumps(steps), "--mode", "legacy", "--overall-timeout", "30"],
+            [
+                PYTHON,
+                str(PEERS / "official_http_client.py"),
+                handle.url,
+                json.dumps(steps),
+                "--mode",
+                "legacy",
+                "--overall-timeout",
+                "30",
+            ],
             capture_output=True,
             timeout=START_LIMIT + 30,
             env=_peer_env(),
@@ -480,5 +535,9 @@ def test_official_client_reconnects_after_our_stream_lifetime_and_misses_nothing
     assert output["ok"], (output.get("error"), output["steps"])
     assert output["steps"][2]["result"]["content"][0]["text"] == "pushed"
     assert resumes and resumes[0].startswith("s-"), resumes
-    logged = [w["msg"]["params"]["data"] for w in output["wire"] if w["dir"] == "<<" and w["msg"].get("method") == changed]
+    logged = [
+        w["msg"]["params"]["data"]
+        for w in output["wire"]
+        if w["dir"] == "<<" and w["msg"].get("method") == changed
+    ]
     assert logged == ["one", "two"], logged  # each once, in order

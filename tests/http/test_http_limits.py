@@ -15,23 +15,26 @@ import subprocess
 import sys
 import textwrap
 import threading
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
-
-from mcp_sync import Client, PeerMisbehaved
-from mcp_sync.http import serve_http
-from mcp_sync.errors import ResponseTooLarge
-from mcp_sync.http.client_transport import ReconnectPolicy
-
 from support.waiting import WAIT
 
+from mcp_sync import Client, PeerMisbehaved
+from mcp_sync.errors import ResponseTooLarge
+from mcp_sync.http import serve_http
+from mcp_sync.http.client_transport import ReconnectPolicy
 
 HUGE = 256 * 1024 * 1024
 CHUNK = b"x" * (1024 * 1024)
 DEEP = 5000  # deeper than Python's json module can parse (its recursion limit)
-INIT = {"protocolVersion": "2025-11-25", "capabilities": {"tools": {}}, "serverInfo": {"name": "hostile", "version": "0"}}
+INIT = {
+    "protocolVersion": "2025-11-25",
+    "capabilities": {"tools": {}},
+    "serverInfo": {"name": "hostile", "version": "0"},
+}
 
 
 class HostileApp:
@@ -66,26 +69,55 @@ class HostileApp:
             start_response("202 Accepted", [("Content-Length", "0")])
             return [b""]
         if message["method"] == "initialize":
-            return self._json(start_response, {"jsonrpc": "2.0", "id": message["id"], "result": INIT}, [("Mcp-Session-Id", "s1")])
+            return self._json(
+                start_response,
+                {"jsonrpc": "2.0", "id": message["id"], "result": INIT},
+                [("Mcp-Session-Id", "s1")],
+            )
         name = message["params"]["name"] if message["method"] == "tools/call" else "echo"
         rid = json.dumps(message["id"]).encode()
         if name == "huge_event":
             start_response("200 OK", [("Content-Type", "text/event-stream")])
-            return self._huge(b"event: message\nid: r1:1\ndata: {\"jsonrpc\":\"2.0\",\"id\":" + rid + b",\"result\":{\"x\":\"", b"\"}}\n\n")
+            return self._huge(
+                b'event: message\nid: r1:1\ndata: {"jsonrpc":"2.0","id":'
+                + rid
+                + b',"result":{"x":"',
+                b'"}}\n\n',
+            )
         if name == "huge_json":
             start_response("200 OK", [("Content-Type", "application/json")])
-            return self._huge(b"{\"jsonrpc\":\"2.0\",\"id\":" + rid + b",\"result\":{\"x\":\"", b"\"}}")
+            return self._huge(b'{"jsonrpc":"2.0","id":' + rid + b',"result":{"x":"', b'"}}')
         if name == "huge_json_length":
-            head, tail = b"{\"jsonrpc\":\"2.0\",\"id\":" + rid + b",\"result\":{\"x\":\"", b"\"}}"
-            start_response("200 OK", [("Content-Type", "application/json"), ("Content-Length", str(len(head) + HUGE + len(tail)))])
+            head, tail = b'{"jsonrpc":"2.0","id":' + rid + b',"result":{"x":"', b'"}}'
+            start_response(
+                "200 OK",
+                [
+                    ("Content-Type", "application/json"),
+                    ("Content-Length", str(len(head) + HUGE + len(tail))),
+                ],
+            )
             return self._huge(head, tail)
         if name in ("deep_event", "deep_json", "both_event"):  # invalid answers with their id
             if name == "both_event":
-                answer = b'{"jsonrpc":"2.0","id":' + rid + b',"result":{},"error":{"code":1,"message":"x"}}'
+                answer = (
+                    b'{"jsonrpc":"2.0","id":'
+                    + rid
+                    + b',"result":{},"error":{"code":1,"message":"x"}}'
+                )
             else:  # valid JSON, nested far past MAX_NESTING_DEPTH
-                answer = b'{"jsonrpc":"2.0","id":' + rid + b',"result":{"x":' + b"[" * DEEP + b"]" * DEEP + b"}}"
+                answer = (
+                    b'{"jsonrpc":"2.0","id":'
+                    + rid
+                    + b',"result":{"x":'
+                    + b"[" * DEEP
+                    + b"]" * DEEP
+                    + b"}}"
+                )
             if name == "deep_json":
-                start_response("200 OK", [("Content-Type", "application/json"), ("Content-Length", str(len(answer)))])
+                start_response(
+                    "200 OK",
+                    [("Content-Type", "application/json"), ("Content-Length", str(len(answer)))],
+                )
                 return [answer]
             start_response("200 OK", [("Content-Type", "text/event-stream")])
             return [b"id: d:1\ndata: " + answer + b"\n\n"]
@@ -93,8 +125,12 @@ class HostileApp:
             with self.lock:
                 self.broken_id = message["id"]
             start_response("200 OK", [("Content-Type", "text/event-stream")])
-            return iter([b"id: b:1\ndata: \n\n", b"data: {\"jsonrpc\": \"2.0\", \"half"])
-        result = {"content": [{"type": "text", "text": "fine"}], "isError": False} if message["method"] == "tools/call" else {}
+            return iter([b"id: b:1\ndata: \n\n", b'data: {"jsonrpc": "2.0", "half'])
+        result = (
+            {"content": [{"type": "text", "text": "fine"}], "isError": False}
+            if message["method"] == "tools/call"
+            else {}
+        )
         return self._json(start_response, {"jsonrpc": "2.0", "id": message["id"], "result": result})
 
     def _get(self, environ: dict, start_response: Any) -> Iterator[bytes]:
@@ -108,9 +144,14 @@ class HostileApp:
             return iter([b"id: b:2\ndata: " + answer + b"\n\n"])
         if last == "s:1":  # resumed after the oversize event: a normal one, then hold on
             self.resumed_after_oversize.set()
-            tick = json.dumps({"jsonrpc": "2.0", "method": "notifications/test/after", "params": {}}).encode()
+            tick = json.dumps(
+                {"jsonrpc": "2.0", "method": "notifications/test/after", "params": {}}
+            ).encode()
             return iter([b"id: s:2\ndata: " + tick + b"\n\n"])
-        return self._huge(b"id: s:1\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/test/huge\",\"params\":{\"x\":\"", b"\"}}\n\n")
+        return self._huge(
+            b'id: s:1\ndata: {"jsonrpc":"2.0","method":"notifications/test/huge","params":{"x":"',
+            b'"}}\n\n',
+        )
 
     @staticmethod
     def _huge(head: bytes, tail: bytes) -> Iterator[bytes]:
@@ -120,9 +161,18 @@ class HostileApp:
         yield tail
 
     @staticmethod
-    def _json(start_response: Any, message: dict, headers: list[tuple[str, str]] | None = None) -> list[bytes]:
+    def _json(
+        start_response: Any, message: dict, headers: list[tuple[str, str]] | None = None
+    ) -> list[bytes]:
         body = json.dumps(message).encode()
-        start_response("200 OK", [("Content-Type", "application/json"), ("Content-Length", str(len(body))), *(headers or [])])
+        start_response(
+            "200 OK",
+            [
+                ("Content-Type", "application/json"),
+                ("Content-Length", str(len(body))),
+                *(headers or []),
+            ],
+        )
         return [body]
 
 
@@ -167,7 +217,9 @@ CLIENT = textwrap.dedent(
 @pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="measures VmHWM in /proc")
 def test_oversize_answers_fail_their_call_with_bounded_memory(hostile):
     app, url = hostile
-    done = subprocess.run([sys.executable, "-c", CLIENT, url], capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-c", CLIENT, url], capture_output=True, text=True, timeout=120
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     report = json.loads(done.stdout.strip().splitlines()[-1])
     assert all(error and "larger than max_" in error for error in report["errors"]), report
@@ -175,12 +227,16 @@ def test_oversize_answers_fail_their_call_with_bounded_memory(hostile):
     # three 256 MiB answers: the client's peak grew by a bounded amount (the 8 MiB limits
     # plus the copies made while joining them), not by anything near what was sent
     assert report["growth"] < 48 * 1024 * 1024, report
-    assert app.cancel_seen.wait(WAIT), "the request whose stream overflowed was not cancelled on the server"
+    assert app.cancel_seen.wait(WAIT), (
+        "the request whose stream overflowed was not cancelled on the server"
+    )
 
 
 def test_limits_are_configurable_and_the_oversize_call_is_cancelled_on_the_server(hostile):
     app, url = hostile
-    with Client.http(url, max_event_bytes=4096, max_response_bytes=4096, open_get_stream=False) as client:
+    with Client.http(
+        url, max_event_bytes=4096, max_response_bytes=4096, open_get_stream=False
+    ) as client:
         future = client.call_tool_future("huge_event", {})
         with pytest.raises(ResponseTooLarge) as info:
             future.result(WAIT)
@@ -196,7 +252,11 @@ def test_limits_are_configurable_and_the_oversize_call_is_cancelled_on_the_serve
 
 @pytest.mark.parametrize(
     ("name", "detail"),
-    [("deep_event", "nesting too deep"), ("deep_json", "nesting too deep"), ("both_event", "both result and error")],
+    [
+        ("deep_event", "nesting too deep"),
+        ("deep_json", "nesting too deep"),
+        ("both_event", "both result and error"),
+    ],
 )
 def test_an_invalid_answer_fails_its_call_and_the_connection_survives(hostile, name, detail):
     """The client's own look at answers (which request a stream answers) goes through the
@@ -224,7 +284,9 @@ def test_an_oversize_event_on_the_get_stream_is_skipped_by_resuming_after_it(hos
             after.set()
 
     with Client.http(url, on_notification=on_notification, max_event_bytes=65536) as client:
-        assert after.wait(WAIT), f"the GET stream was not resumed after the oversize event: {app.gets}"
+        assert after.wait(WAIT), (
+            f"the GET stream was not resumed after the oversize event: {app.gets}"
+        )
         assert seen == ["notifications/test/after"]  # the oversize one was dropped
         with app.lock:
             assert app.gets[:2] == [None, "s:1"]
@@ -236,8 +298,12 @@ def test_parser_splits_any_line_ending_across_chunks():
     from mcp_sync.http.sse import SseParser
 
     parser = SseParser(1024)
-    stream = b"id: a\r\ndata: one\r\rretry: 250\ndata: two\r\n\r\n: comment\nid: b\ndata: x\ndata: y\n\n"
-    events = [event for i in range(len(stream)) for event in parser.feed_bytes(stream[i : i + 1])]  # one byte at a time
+    stream = (
+        b"id: a\r\ndata: one\r\rretry: 250\ndata: two\r\n\r\n: comment\nid: b\ndata: x\ndata: y\n\n"
+    )
+    events = [
+        event for i in range(len(stream)) for event in parser.feed_bytes(stream[i : i + 1])
+    ]  # one byte at a time
     assert events == [("a", "message", "one"), ("a", "message", "two"), ("b", "message", "x\ny")]
     assert parser.retry_ms == 250 and parser.last_event_id == "b"
 
@@ -261,7 +327,9 @@ def test_a_new_stream_does_not_continue_an_event_the_last_one_broke_off():
     from mcp_sync.http.sse import SseParser
 
     parser = SseParser(1024)
-    assert parser.feed_bytes(b"retry: 10\nid: s:1\n\ndata: {\"half") == []  # the connection breaks here
+    assert (
+        parser.feed_bytes(b'retry: 10\nid: s:1\n\ndata: {"half') == []
+    )  # the connection breaks here
     parser.new_stream()
     assert parser.feed_bytes(b"id: s:2\ndata: whole\n\n") == [("s:2", "message", "whole")]
     assert parser.retry_ms == 10

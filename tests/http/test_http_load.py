@@ -13,17 +13,16 @@ import gc
 import random
 import threading
 from collections import Counter
-from typing import Any, Callable, Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import pytest
+from support.http import Wire, run_waitress
+from support.waiting import WAIT, wait_until
 
 from mcp_sync import Cancelled, Client, Context, RequestTimeout, Server, ServerSession
 from mcp_sync.http import McpWsgiApp, serve_http
 from mcp_sync.http.session_transport import HttpSessionTransport
-
-from support.http import run_waitress, Wire
-from support.waiting import WAIT, wait_until
-
 
 CLIENTS = 20
 CALLS = 100
@@ -74,7 +73,6 @@ def load_server(ledger: Ledger) -> Server:
 def rss_bytes() -> int:
     with open("/proc/self/statm") as statm:
         return int(statm.read().split()[1]) * 4096
-
 
 
 @pytest.fixture(params=["serve_http", "waitress"])
@@ -161,7 +159,9 @@ def run_round(url: str, ledger: Ledger, clients: int, calls: int, first: int = 0
         except BaseException as exc:  # reported below, with the others
             errors.append(exc)
 
-    threads = [threading.Thread(target=target, args=(i,), name=f"load-client-{i}") for i in range(clients)]
+    threads = [
+        threading.Thread(target=target, args=(i,), name=f"load-client-{i}") for i in range(clients)
+    ]
     for thread in threads:
         thread.start()
     for thread in threads:
@@ -175,7 +175,10 @@ def test_twenty_clients_with_random_cancellations(site, wire: Wire):
     url, app, ledger = site
     # warm-up, numbered apart: imports, the server's threads, the allocator's pools
     run_round(url, ledger, CLIENTS, 5, first=10 * CLIENTS * CALLS)
-    wait_until(lambda: app.stats().sessions == 0 and app.stats().pool.threads == 0, "the warm-up's sessions and workers to end")
+    wait_until(
+        lambda: app.stats().sessions == 0 and app.stats().pool.threads == 0,
+        "the warm-up's sessions and workers to end",
+    )
     threads_before = threading.active_count()
     rss_before = rss_bytes()
     wire.pushed.clear()
@@ -186,7 +189,7 @@ def test_twenty_clients_with_random_cancellations(site, wire: Wire):
 
     total = CLIENTS * CALLS
     assert len(outcomes) == total
-    assert settled == Counter({n: 1 for n in range(total)}), "a call settled twice or never"
+    assert settled == Counter(dict.fromkeys(range(total), 1)), "a call settled twice or never"
     counts = Counter(outcomes.values())
     assert counts["cancelled"] + counts["timeout"] >= total * 0.2, counts
 
@@ -204,10 +207,21 @@ def test_twenty_clients_with_random_cancellations(site, wire: Wire):
     assert ledger.saw_cancel, "no handler ever saw a cancellation"
 
     # nothing left behind: sessions ended, nothing in flight, threads back to baseline
-    wait_until(lambda: app.stats().sessions == 0 and app.stats().pool.threads == 0, "every session and worker to end")
+    wait_until(
+        lambda: app.stats().sessions == 0 and app.stats().pool.threads == 0,
+        "every session and worker to end",
+    )
     stats = app.stats()
-    assert (stats.inbound_in_flight, stats.outbound_in_flight, stats.pool.queued, stats.pool.busy) == (0, 0, 0, 0)
-    wait_until(lambda: threading.active_count() <= threads_before, "the thread count to return to the baseline")
+    assert (
+        stats.inbound_in_flight,
+        stats.outbound_in_flight,
+        stats.pool.queued,
+        stats.pool.busy,
+    ) == (0, 0, 0, 0)
+    wait_until(
+        lambda: threading.active_count() <= threads_before,
+        "the thread count to return to the baseline",
+    )
     gc.collect()
     leaked = [o for o in gc.get_objects() if isinstance(o, (ServerSession, HttpSessionTransport))]
     assert not leaked, f"{len(leaked)} session objects outlived their sessions"

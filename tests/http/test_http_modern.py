@@ -10,22 +10,25 @@ from __future__ import annotations
 
 import base64
 import json
-from typing import Any, Callable, Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import httpx
 import pytest
+from support.http import ACCEPT_BOTH, run_waitress
+from support.messages import initialize_request, notification
+from support.probes import GateProbe
+from support.waiting import WAIT
 
 from mcp_sync import Context, Server
 from mcp_sync.http import McpWsgiApp, serve_http
 from mcp_sync.http.routing_headers import decode_header_value
 
-from support.http import ACCEPT_BOTH, run_waitress
-from support.probes import GateProbe
-from support.waiting import WAIT
-from support.messages import initialize_request, notification
-
 MODERN = "2026-07-28"
-ENVELOPE = {"io.modelcontextprotocol/protocolVersion": MODERN, "io.modelcontextprotocol/clientCapabilities": {}}
+ENVELOPE = {
+    "io.modelcontextprotocol/protocolVersion": MODERN,
+    "io.modelcontextprotocol/clientCapabilities": {},
+}
 
 
 def make_modern_server(probe: GateProbe | None = None) -> Server:
@@ -82,13 +85,22 @@ def serve_app(request: pytest.FixtureRequest) -> Iterator[Callable[..., str]]:
         stop()
 
 
-def modern(method: str, params: dict[str, Any] | None = None, request_id: Any = 1) -> dict[str, Any]:
-    return {"jsonrpc": "2.0", "id": request_id, "method": method, "params": {**(params or {}), "_meta": dict(ENVELOPE)}}
+def modern(
+    method: str, params: dict[str, Any] | None = None, request_id: Any = 1
+) -> dict[str, Any]:
+    return {
+        "jsonrpc": "2.0",
+        "id": request_id,
+        "method": method,
+        "params": {**(params or {}), "_meta": dict(ENVELOPE)},
+    }
 
 
 def headers_for(body: dict[str, Any], **extra: str) -> dict[str, str]:
     headers = {"Accept": ACCEPT_BOTH, "MCP-Protocol-Version": MODERN, "Mcp-Method": body["method"]}
-    name = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}.get(body["method"])
+    name = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}.get(
+        body["method"]
+    )
     if name is not None:
         headers["Mcp-Name"] = body["params"][name]
     headers.update(extra)
@@ -96,7 +108,12 @@ def headers_for(body: dict[str, Any], **extra: str) -> dict[str, str]:
 
 
 def post(url: str, body: Any, headers: dict[str, str]) -> httpx.Response:
-    return httpx.post(url, content=json.dumps(body), headers={"Content-Type": "application/json", **headers}, timeout=30)
+    return httpx.post(
+        url,
+        content=json.dumps(body),
+        headers={"Content-Type": "application/json", **headers},
+        timeout=30,
+    )
 
 
 def error_code(response: httpx.Response) -> int:
@@ -149,7 +166,9 @@ def test_mcp_name_in_the_base64_form_is_decoded(serve_app: Callable[..., str]) -
         {"Mcp-Name": "=?base64?not base64!?="},
     ],
 )
-def test_a_missing_or_mismatched_routing_header_is_400_with_32020(serve_app: Callable[..., str], override: dict[str, str]) -> None:
+def test_a_missing_or_mismatched_routing_header_is_400_with_32020(
+    serve_app: Callable[..., str], override: dict[str, str]
+) -> None:
     url = serve_app()
     body = modern("tools/call", {"name": "echo", "arguments": {"text": "hi"}}, "x7")
     response = post(url, body, headers_for(body, **override))
@@ -166,7 +185,9 @@ def test_status_codes_follow_the_error(serve_app: Callable[..., str]) -> None:
     assert (response.status_code, error_code(response)) == (404, -32601)
 
     no_envelope = {"jsonrpc": "2.0", "id": 3, "method": "tools/list", "params": {}}
-    response = post(url, no_envelope, headers_for(no_envelope))  # the header says 2026: the body lacks _meta
+    response = post(
+        url, no_envelope, headers_for(no_envelope)
+    )  # the header says 2026: the body lacks _meta
     assert (response.status_code, error_code(response)) == (400, -32602)
 
     future = modern("tools/list")
@@ -179,12 +200,32 @@ def test_status_codes_follow_the_error(serve_app: Callable[..., str]) -> None:
     response = post(url, needs_capability, headers_for(needs_capability))
     assert (response.status_code, error_code(response)) == (400, -32021)
 
-    ping = {"jsonrpc": "2.0", "method": "notifications/progress", "params": {"_meta": dict(ENVELOPE)}}
-    response = httpx.post(url, content=json.dumps(ping), headers={"Content-Type": "application/json", "Accept": ACCEPT_BOTH, "MCP-Protocol-Version": MODERN})
+    ping = {
+        "jsonrpc": "2.0",
+        "method": "notifications/progress",
+        "params": {"_meta": dict(ENVELOPE)},
+    }
+    response = httpx.post(
+        url,
+        content=json.dumps(ping),
+        headers={
+            "Content-Type": "application/json",
+            "Accept": ACCEPT_BOTH,
+            "MCP-Protocol-Version": MODERN,
+        },
+    )
     assert (response.status_code, response.content) == (202, b"")
 
-    bare_discover = {"jsonrpc": "2.0", "id": "d", "method": "server/discover"}  # 2026 by its method: headers required
-    response = httpx.post(url, content=json.dumps(bare_discover), headers={"Content-Type": "application/json", "Accept": ACCEPT_BOTH})
+    bare_discover = {
+        "jsonrpc": "2.0",
+        "id": "d",
+        "method": "server/discover",
+    }  # 2026 by its method: headers required
+    response = httpx.post(
+        url,
+        content=json.dumps(bare_discover),
+        headers={"Content-Type": "application/json", "Accept": ACCEPT_BOTH},
+    )
     assert (response.status_code, error_code(response), response.json()["id"]) == (400, -32020, "d")
 
     body = modern("tools/list")
@@ -194,13 +235,25 @@ def test_status_codes_follow_the_error(serve_app: Callable[..., str]) -> None:
 
 def test_2025_sessions_are_unchanged_on_the_same_app(serve_app: Callable[..., str]) -> None:
     url = serve_app()
-    with httpx.Client(timeout=30, headers={"Accept": ACCEPT_BOTH, "Content-Type": "application/json"}) as http:
+    with httpx.Client(
+        timeout=30, headers={"Accept": ACCEPT_BOTH, "Content-Type": "application/json"}
+    ) as http:
         started = http.post(url, content=json.dumps(initialize_request(0)))
         assert started.status_code == 200
         session_id = started.headers["mcp-session-id"]
         session = {"Mcp-Session-Id": session_id, "MCP-Protocol-Version": "2025-11-25"}
-        assert http.post(url, content=json.dumps(notification("notifications/initialized")), headers=session).status_code == 202
-        call = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "echo", "arguments": {"text": "old"}}}
+        assert (
+            http.post(
+                url, content=json.dumps(notification("notifications/initialized")), headers=session
+            ).status_code
+            == 202
+        )
+        call = {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "tools/call",
+            "params": {"name": "echo", "arguments": {"text": "old"}},
+        }
         answered = http.post(url, content=json.dumps(call), headers=session)
         assert answered.status_code == 200
         assert "old" in answered.text
@@ -214,7 +267,11 @@ def test_modern_only_refuses_get_delete_and_initialize(serve_app: Callable[..., 
     url = serve_app(modern_only=True)
     assert httpx.get(url, headers={"Accept": "text/event-stream"}).status_code == 405
     assert httpx.delete(url).status_code == 405
-    response = httpx.post(url, content=json.dumps(initialize_request(0)), headers={"Content-Type": "application/json", "Accept": ACCEPT_BOTH})
+    response = httpx.post(
+        url,
+        content=json.dumps(initialize_request(0)),
+        headers={"Content-Type": "application/json", "Accept": ACCEPT_BOTH},
+    )
     assert (response.status_code, error_code(response)) == (400, -32022)
     assert "mcp-session-id" not in response.headers
     body = modern("tools/list")
@@ -223,19 +280,33 @@ def test_modern_only_refuses_get_delete_and_initialize(serve_app: Callable[..., 
 
 @pytest.mark.parametrize(
     ("value", "decoded"),
-    [("plain", "plain"), (b64("héllo\n"), "héllo\n"), (b64("=?base64?x?="), "=?base64?x?="), ("=?base64?!!?=", None), ("=?base64??=", "")],
+    [
+        ("plain", "plain"),
+        (b64("héllo\n"), "héllo\n"),
+        (b64("=?base64?x?="), "=?base64?x?="),
+        ("=?base64?!!?=", None),
+        ("=?base64??=", ""),
+    ],
 )
 def test_header_values_decode(value: str, decoded: str | None) -> None:
     assert decode_header_value(value) == decoded
 
 
 # -- long calls: SSE, and closing the stream cancels ---------------------------------------------------
-def test_a_long_call_is_answered_as_sse_with_keepalive_comments(serve_app: Callable[..., str]) -> None:
+def test_a_long_call_is_answered_as_sse_with_keepalive_comments(
+    serve_app: Callable[..., str],
+) -> None:
     probe = GateProbe()
     url = serve_app(probe, modern_json_window=0.05, keepalive=0.05)
     body = modern("tools/call", {"name": "gated", "arguments": {"tag": "long"}}, "L")
     chunks: list[bytes] = []
-    with httpx.stream("POST", url, content=json.dumps(body), headers={"Content-Type": "application/json", **headers_for(body)}, timeout=WAIT) as response:
+    with httpx.stream(
+        "POST",
+        url,
+        content=json.dumps(body),
+        headers={"Content-Type": "application/json", **headers_for(body)},
+        timeout=WAIT,
+    ) as response:
         assert response.status_code == 200
         assert response.headers["content-type"].startswith("text/event-stream")
         assert response.headers["x-accel-buffering"] == "no"
@@ -261,7 +332,13 @@ def test_closing_the_stream_cancels_the_handler(serve_app: Callable[..., str]) -
     probe = GateProbe()
     url = serve_app(probe, modern_json_window=0.05, keepalive=0.05)
     body = modern("tools/call", {"name": "gated", "arguments": {"tag": "gone"}}, 9)
-    with httpx.stream("POST", url, content=json.dumps(body), headers={"Content-Type": "application/json", **headers_for(body)}, timeout=WAIT) as response:
+    with httpx.stream(
+        "POST",
+        url,
+        content=json.dumps(body),
+        headers={"Content-Type": "application/json", **headers_for(body)},
+        timeout=WAIT,
+    ) as response:
         assert response.headers["content-type"].startswith("text/event-stream")
         first = next(response.iter_raw())
         assert first.startswith(b": ping")

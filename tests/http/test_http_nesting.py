@@ -9,18 +9,19 @@ from __future__ import annotations
 import json
 
 import pytest
+from support.http import single_answer
 
 from mcp_sync import Server
 from mcp_sync.jsonrpc import INVALID_REQUEST, MAX_NESTING_DEPTH
-
-from support.http import single_answer
 
 
 def _nested(depth: int) -> str:
     return "[" * depth + "1" + "]" * depth
 
 
-@pytest.mark.parametrize("depth", [MAX_NESTING_DEPTH - 2, MAX_NESTING_DEPTH - 1, 500, 5_000, 100_000])
+@pytest.mark.parametrize(
+    "depth", [MAX_NESTING_DEPTH - 2, MAX_NESTING_DEPTH - 1, 500, 5_000, 100_000]
+)
 def test_deep_posts_are_answered_once_and_the_session_goes_on(serve, raw, depth):
     server = Server("deep-http")
     server.add_method("test/echo", lambda session, request, token: request.params)

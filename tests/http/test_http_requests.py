@@ -7,17 +7,16 @@ Each is answered with the right HTTP status, nothing runs, and the session stays
 from __future__ import annotations
 
 import json
-from typing import Iterator
+from collections.abc import Iterator
 
 import httpx
 import pytest
-
-from mcp_sync import Server
-from mcp_sync.http import McpWsgiApp, serve_http
-
 from support.http import make_server
 from support.messages import call_tool, initialize_request
 from support.waiting import WAIT
+
+from mcp_sync import Server
+from mcp_sync.http import McpWsgiApp, serve_http
 
 
 def chunks(body: bytes, size: int = 7) -> Iterator[bytes]:
@@ -37,7 +36,10 @@ def test_a_chunked_body_is_411_where_the_server_cannot_frame_it(probe, serve, ra
     answer = session.http.post(handle.url, content=chunks(body), headers=session.headers())
     assert answer.status_code == 411, answer.text
     assert not probe.event("ran").is_set()
-    assert session.call(call_tool("echo", {"text": "still here"}, 3))["result"]["content"][0]["text"] == "still here"
+    assert (
+        session.call(call_tool("echo", {"text": "still here"}, 3))["result"]["content"][0]["text"]
+        == "still here"
+    )
 
 
 # -- Host (DNS rebinding) --------------------------------------------------------------------------
@@ -46,32 +48,51 @@ def test_a_loopback_server_refuses_a_foreign_host_with_421_and_runs_nothing(prob
     session = raw(handle.url)
     session.initialize()
     touch = json.dumps(call_tool("touch", {"tag": "ran"}, 2)).encode()
-    for host in ("evil.example", f"evil.example:{handle.port}", "localhost.evil.example", "127.0.0.1.evil.example"):
+    for host in (
+        "evil.example",
+        f"evil.example:{handle.port}",
+        "localhost.evil.example",
+        "127.0.0.1.evil.example",
+    ):
         answer = session.http.post(handle.url, content=touch, headers=session.headers(Host=host))
         assert answer.status_code == 421, (host, answer.status_code)
     assert not probe.event("ran").is_set()
     # nor may a rebinding page open a session
     hello = json.dumps(initialize_request()).encode()
-    answer = session.http.post(handle.url, content=hello, headers=session.headers(session=False, Host="evil.example"))
+    answer = session.http.post(
+        handle.url, content=hello, headers=session.headers(session=False, Host="evil.example")
+    )
     assert answer.status_code == 421
     assert len(handle.app.sessions()) == 1
 
 
-@pytest.mark.parametrize("host", ["localhost", "LOCALHOST:{port}", "127.0.0.1:{port}", "localhost.:{port}", "[::1]:{port}"])
+@pytest.mark.parametrize(
+    "host",
+    ["localhost", "LOCALHOST:{port}", "127.0.0.1:{port}", "localhost.:{port}", "[::1]:{port}"],
+)
 def test_loopback_host_names_are_allowed(probe, serve, raw, host):
     handle = serve(make_server(probe))
     session = raw(handle.url, headers={"Host": host.format(port=handle.port)})
     session.initialize()
-    assert session.call(call_tool("echo", {"text": "hi"}, 2))["result"]["content"][0]["text"] == "hi"
+    assert (
+        session.call(call_tool("echo", {"text": "hi"}, 2))["result"]["content"][0]["text"] == "hi"
+    )
 
 
 def test_allowed_hosts_are_configurable(probe, serve, raw):
     handle = serve(make_server(probe), allowed_hosts=["mcp.example", "other.example:8443"])
-    for host in ("mcp.example", f"mcp.example:{handle.port}", "other.example:8443", f"localhost:{handle.port}"):
+    for host in (
+        "mcp.example",
+        f"mcp.example:{handle.port}",
+        "other.example:8443",
+        f"localhost:{handle.port}",
+    ):
         raw(handle.url, headers={"Host": host}).initialize()
     session = raw(handle.url, headers={"Host": "other.example:9999"})
     hello = json.dumps(initialize_request()).encode()
-    assert session.post(None, content=hello, headers=session.headers(session=False)).status_code == 421
+    assert (
+        session.post(None, content=hello, headers=session.headers(session=False)).status_code == 421
+    )
     anything = serve(make_server(probe), allowed_hosts=["*"])
     raw(anything.url, headers={"Host": "whatever.example"}).initialize()
 
@@ -86,7 +107,9 @@ def test_a_mounted_app_serving_through_serve_http_is_guarded_too(probe):
     with serve_http(outer, "127.0.0.1", 0) as handle:
         hello = json.dumps(initialize_request()).encode()
         headers = {"Accept": "application/json", "Content-Type": "application/json"}
-        refused = httpx.post(handle.url, content=hello, headers={**headers, "Host": "evil.example"}, timeout=WAIT)
+        refused = httpx.post(
+            handle.url, content=hello, headers={**headers, "Host": "evil.example"}, timeout=WAIT
+        )
         assert refused.status_code == 421
         served = httpx.post(handle.url, content=hello, headers=headers, timeout=WAIT)
         assert served.status_code == 200
@@ -132,31 +155,59 @@ def test_an_app_under_another_server_checks_host_only_when_told_to(probe):
 # -- media types -----------------------------------------------------------------------------------
 @pytest.mark.parametrize(
     "content_type",
-    ["text/plain; charset=application/json", "application/jsonx", "application/json-seq", "text/application/json", "", "json"],
+    [
+        "text/plain; charset=application/json",
+        "application/jsonx",
+        "application/json-seq",
+        "text/application/json",
+        "",
+        "json",
+    ],
 )
 def test_a_body_that_is_not_declared_application_json_is_415(probe, serve, raw, content_type):
     handle = serve(make_server(probe))
     session = raw(handle.url)
     session.initialize()
     body = json.dumps(call_tool("touch", {"tag": "ran"}, 2)).encode()
-    answer = session.post(None, content=body, headers=session.headers(**{"Content-Type": content_type}))
+    answer = session.post(
+        None, content=body, headers=session.headers(**{"Content-Type": content_type})
+    )
     assert answer.status_code == 415, (content_type, answer.status_code)
     assert not probe.event("ran").is_set()
 
 
-@pytest.mark.parametrize("content_type", ["application/json", "Application/JSON", "application/json; charset=utf-8", "application/json ;charset=UTF-8"])
+@pytest.mark.parametrize(
+    "content_type",
+    [
+        "application/json",
+        "Application/JSON",
+        "application/json; charset=utf-8",
+        "application/json ;charset=UTF-8",
+    ],
+)
 def test_application_json_with_parameters_is_accepted(probe, serve, raw, content_type):
     handle = serve(make_server(probe))
     session = raw(handle.url, headers={"Content-Type": content_type})
     session.initialize()
-    assert session.call(call_tool("echo", {"text": "ok"}, 2))["result"]["content"][0]["text"] == "ok"
+    assert (
+        session.call(call_tool("echo", {"text": "ok"}, 2))["result"]["content"][0]["text"] == "ok"
+    )
 
 
 # -- crafted Last-Event-ID -------------------------------------------------------------------------
 @pytest.mark.parametrize(
     "last_event_id",
     # header bytes; a WSGI server decodes them as latin-1, so b"\xb2" arrives as "\u00b2"
-    [b"x:\xb2", b"r-1:" + b"9" * 5000, b"s:-1", b"s:+1", b"s:1_0", b":", "s:\u0661".encode(), b"s: 1"],
+    [
+        b"x:\xb2",
+        b"r-1:" + b"9" * 5000,
+        b"s:-1",
+        b"s:+1",
+        b"s:1_0",
+        b":",
+        "s:\u0661".encode(),
+        b"s: 1",
+    ],
 )
 def test_a_crafted_last_event_id_is_400_and_the_session_lives_on(probe, serve, raw, last_event_id):
     handle = serve(make_server(probe))
@@ -167,4 +218,7 @@ def test_a_crafted_last_event_id_is_400_and_the_session_lives_on(probe, serve, r
     hdrs["Last-Event-ID"] = last_event_id
     answer = session.http.get(handle.url, headers=hdrs)
     assert answer.status_code == 400, (last_event_id[:20], answer.status_code, answer.text[:200])
-    assert session.call(call_tool("echo", {"text": "alive"}, 2))["result"]["content"][0]["text"] == "alive"
+    assert (
+        session.call(call_tool("echo", {"text": "alive"}, 2))["result"]["content"][0]["text"]
+        == "alive"
+    )

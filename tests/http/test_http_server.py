@@ -12,15 +12,14 @@ import select
 import socket
 import threading
 import time
+
 import pytest
+from support.http import Sse, make_server
+from support.messages import call_tool
+from support.waiting import WAIT, wait_until
 
 from mcp_sync.http import McpWsgiApp, serve_http
 from mcp_sync.http.embedded_server import CONNECTION_THREAD_NAME, DEFAULT_BACKLOG
-
-
-from support.http import make_server, Sse
-from support.messages import call_tool
-from support.waiting import WAIT, wait_until
 
 
 def _burst() -> int:
@@ -58,7 +57,9 @@ class Trickler:
     every ``interval`` seconds, for ever (until the server closes it or the test ends)."""
 
     def __init__(self, port: int, count: int, interval: float = 0.05) -> None:
-        self.sockets = [socket.create_connection(("127.0.0.1", port), timeout=WAIT) for _ in range(count)]
+        self.sockets = [
+            socket.create_connection(("127.0.0.1", port), timeout=WAIT) for _ in range(count)
+        ]
         for sock in self.sockets:
             sock.sendall(b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ")
         self._interval = interval
@@ -140,7 +141,9 @@ def test_clients_trickling_their_request_are_closed_after_the_read_timeout(probe
     with serve_http(app, "127.0.0.1", 0, read_timeout=1.0) as handle:
         slow = trickle(handle.port, 8)
         # the high-water mark, not the count: the first ones may time out before the last is taken
-        wait_until(lambda: handle.peak_connections == 8, "the server to take the 8 slow connections")
+        wait_until(
+            lambda: handle.peak_connections == 8, "the server to take the 8 slow connections"
+        )
         wait_until(slow.all_closed_by_server, "the server to close every trickling connection")
         wait_until(lambda: handle.active_connections == 0, "every connection slot to be free again")
         wait_until(lambda: len(connection_threads()) == baseline, "the connection threads to end")
@@ -193,8 +196,14 @@ def test_connections_beyond_the_cap_wait_in_the_backlog(probe, trickle):
         slow = trickle(handle.port, 7)
         wait_until(lambda: handle.peak_connections == 3, "the server to take 3 slow connections")
         # the first three time out, the next three are taken, and so on: all end
-        wait_until(slow.all_closed_by_server, "the server to close all 7 slow connections, 3 at a time", timeout=WAIT * 2)
-        assert handle.peak_connections == 3  # counted from accept to the end of the connection's thread
+        wait_until(
+            slow.all_closed_by_server,
+            "the server to close all 7 slow connections, 3 at a time",
+            timeout=WAIT * 2,
+        )
+        assert (
+            handle.peak_connections == 3
+        )  # counted from accept to the end of the connection's thread
         wait_until(lambda: len(connection_threads()) == baseline, "the connection threads to end")
 
 

@@ -9,22 +9,20 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import httpx
 import pytest
-
-from mcp_sync import Context, Server
-from mcp_sync.http import McpWsgiApp, serve_http
-
 from support.http import make_server
 from support.messages import call_tool, initialize_request, request
 from support.probes import GateProbe
 from support.waiting import WAIT, wait_until
 
+from mcp_sync import Context, Server
+from mcp_sync.http import McpWsgiApp, serve_http
 
 JSON_ONLY = "application/json"
-
 
 
 def stubborn_server(probe: GateProbe, **options: Any) -> Server:
@@ -45,7 +43,11 @@ def stubborn_server(probe: GateProbe, **options: Any) -> Server:
 
 def initialize(http: httpx.Client, url: str, request_id: Any = 0) -> httpx.Response:
     """POST ``initialize`` asking for a JSON answer (no stream holds a server thread)."""
-    return http.post(url, json=initialize_request(request_id), headers={"Accept": JSON_ONLY, "Content-Type": "application/json"})
+    return http.post(
+        url,
+        json=initialize_request(request_id),
+        headers={"Accept": JSON_ONLY, "Content-Type": "application/json"},
+    )
 
 
 # -- one shared pool, no thread per idle session ------------------------------------------------------
@@ -74,9 +76,14 @@ def test_handlers_of_different_sessions_run_on_the_apps_pool(probe, serve, raw):
     first, second = raw(handle.url), raw(handle.url)
     first.initialize()
     second.initialize()
-    streams = [first.open(call_tool("gated", {"tag": "a"}, 1)), second.open(call_tool("gated", {"tag": "b"}, 1))]
+    streams = [
+        first.open(call_tool("gated", {"tag": "a"}, 1)),
+        second.open(call_tool("gated", {"tag": "b"}, 1)),
+    ]
     assert probe.started("a").wait(WAIT) and probe.started("b").wait(WAIT)
-    worker_names = {t.name for t in threading.enumerate() if t.name.startswith("mcp_sync-http-worker-")}
+    worker_names = {
+        t.name for t in threading.enumerate() if t.name.startswith("mcp_sync-http-worker-")
+    }
     assert len(worker_names) == 2  # both handlers on the app's pool, none on a session's own
     third = second.open(call_tool("touch", {"tag": "t"}, 2))  # queued: both workers are busy
     wait_until(lambda: app.stats().pool.queued == 1, "one request to wait in the pool's queue")
@@ -88,7 +95,9 @@ def test_handlers_of_different_sessions_run_on_the_apps_pool(probe, serve, raw):
         assert [m.get("id") for _, m in stream.rest()] in ([1], [2])
 
 
-def test_a_request_waiting_for_the_shared_pool_is_logged_with_the_pools_state(probe, serve, raw, caplog):
+def test_a_request_waiting_for_the_shared_pool_is_logged_with_the_pools_state(
+    probe, serve, raw, caplog
+):
     """worker_wait_warning reaches the app's pool: a request stuck behind a handler that
     holds the only worker is logged, and the stats show it queued."""
     app = McpWsgiApp(stubborn_server(probe), max_workers=1, worker_wait_warning=0.05)
@@ -100,7 +109,11 @@ def test_a_request_waiting_for_the_shared_pool_is_logged_with_the_pools_state(pr
     assert probe.started("hold").wait(WAIT)
     queued = session.open(call_tool("touch", {"tag": "late"}, 2))
     wait_until(
-        lambda: any("1 of 1 workers busy" in r.getMessage() for r in caplog.records if r.name == "mcp_sync.workers"),
+        lambda: any(
+            "1 of 1 workers busy" in r.getMessage()
+            for r in caplog.records
+            if r.name == "mcp_sync.workers"
+        ),
         "a warning for the request waiting for a worker",
     )
     stats = app.stats().pool
@@ -120,17 +133,23 @@ def test_a_request_cancelled_while_queued_on_the_shared_pool_never_runs(probe, s
     assert probe.started("block").wait(WAIT)
     queued = waiting.open(call_tool("touch", {"tag": "never"}, 7))
     wait_until(lambda: app.stats().pool.queued == 1, "one request to wait in the pool's queue")
-    answer = waiting.post({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 7}})
+    answer = waiting.post(
+        {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 7}}
+    )
     assert answer.status_code == 202
     assert queued.rest() == []  # the stream ends with no response
     probe.release("block")
     assert [m["id"] for _, m in blocker.rest()] == [1]
-    wait_until(lambda: app.stats().pool.queued == 0 and app.stats().pool.busy == 0, "the pool to go idle")
+    wait_until(
+        lambda: app.stats().pool.queued == 0 and app.stats().pool.busy == 0, "the pool to go idle"
+    )
     assert not probe.event("never").is_set()
     assert wire.responses(7) == []
 
 
-def test_requests_beyond_max_queued_are_refused_at_once_and_the_session_goes_on(probe, serve, raw, wire):
+def test_requests_beyond_max_queued_are_refused_at_once_and_the_session_goes_on(
+    probe, serve, raw, wire
+):
     app = McpWsgiApp(make_server(probe), max_workers=1, max_queued=2)
     handle = serve(app)
     session = raw(handle.url)
@@ -153,7 +172,10 @@ def test_requests_beyond_max_queued_are_refused_at_once_and_the_session_goes_on(
     for n, stream in enumerate(waiting):
         assert [m["id"] for _, m in stream.rest()] == [10 + n]
     assert not probe.event("refused").is_set()  # the refused request never ran
-    assert session.call(call_tool("echo", {"text": "again"}, 22))["result"]["content"][0]["text"] == "again"
+    assert (
+        session.call(call_tool("echo", {"text": "again"}, 22))["result"]["content"][0]["text"]
+        == "again"
+    )
     assert wire.responses(20) == []  # refused before it reached the session
 
 
@@ -300,13 +322,19 @@ def test_close_joins_handlers_that_honour_their_cancellation(probe, serve, raw):
 
 # -- sessionless requests ------------------------------------------------------------------------------
 @pytest.mark.parametrize("request_id", [7, "seven"])
-@pytest.mark.parametrize("method", ["tools/list", "resources/list"])  # server/discover: served statelessly (test_http_modern)
+@pytest.mark.parametrize(
+    "method", ["tools/list", "resources/list"]
+)  # server/discover: served statelessly (test_http_modern)
 def test_a_request_without_a_session_gets_its_id_echoed(probe, serve, method, request_id):
     handle = serve(make_server(probe))
     headers = {"Accept": JSON_ONLY, "Content-Type": "application/json"}
     with httpx.Client(timeout=WAIT) as http:
         missing = http.post(handle.url, json=request(method, None, request_id), headers=headers)
-        unknown = http.post(handle.url, json=request(method, None, request_id), headers={**headers, "Mcp-Session-Id": "nope"})
+        unknown = http.post(
+            handle.url,
+            json=request(method, None, request_id),
+            headers={**headers, "Mcp-Session-Id": "nope"},
+        )
     assert missing.status_code == 400 and unknown.status_code == 404
     for answer in (missing, unknown):
         body = answer.json()
@@ -331,12 +359,19 @@ def test_stats_count_sessions_requests_and_streams(probe, serve, raw):
     assert stats.pool.busy == 2 and stats.pool.queued == 0
     assert stats.open_streams == 2
     server_stats = app.server.stats()
-    assert (server_stats.sessions, server_stats.inbound_in_flight, server_stats.handlers_running) == (2, 2, 2)
+    assert (
+        server_stats.sessions,
+        server_stats.inbound_in_flight,
+        server_stats.handlers_running,
+    ) == (2, 2, 2)
     probe.release("a")
     probe.release("b")
     a.rest()
     b.rest()
-    wait_until(lambda: app.stats().inbound_in_flight == 0 and app.stats().open_streams == 0, "every request and stream to end")
+    wait_until(
+        lambda: app.stats().inbound_in_flight == 0 and app.stats().open_streams == 0,
+        "every request and stream to end",
+    )
     assert app.stats().dropped == 0
     stray = {"jsonrpc": "2.0", "id": 999, "result": {}}
     assert first.post(stray).status_code == 202  # a response to nothing the server asked: ignored

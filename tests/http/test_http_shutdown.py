@@ -8,12 +8,10 @@ import sys
 import time
 
 import pytest
-
 from support.http import RawSession
 from support.messages import call_tool
 from support.paths import PEERS
 from support.processes import Proc
-
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
 

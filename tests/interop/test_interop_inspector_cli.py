@@ -11,15 +11,14 @@ from __future__ import annotations
 import importlib.util
 import json
 import signal
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
-
 from support.node import node, node_package
 from support.paths import PEERS, PYTHON
 from support.processes import Finished, Proc, run
-
 
 pytestmark = pytest.mark.interop
 
@@ -50,7 +49,9 @@ def http_url() -> Iterator[str]:
     """``mcp-sync serve cli_server:server --http`` on a free loopback port."""
     if importlib.util.find_spec("httpx") is None:
         pytest.skip("the http extra (httpx) is not installed")
-    with Proc([MCP_SYNC, "serve", "cli_server:server", "--http", "--port", "0"], cwd=PEERS) as server:
+    with Proc(
+        [MCP_SYNC, "serve", "cli_server:server", "--http", "--port", "0"], cwd=PEERS
+    ) as server:
         line = server.wait_for("stderr", "serving cli-test at http://", LIMIT)
         yield line.split(" at ", 1)[1].strip()
         server.send_signal(signal.SIGINT)
@@ -74,13 +75,21 @@ def test_inspector_lists_our_tools(target: list[str]) -> None:
 
 
 def test_inspector_calls_a_tool(target: list[str]) -> None:
-    result = _json(inspector(target, "--method", "tools/call", "--tool-name", "echo", "--tool-arg", "text=hello"))
+    result = _json(
+        inspector(
+            target, "--method", "tools/call", "--tool-name", "echo", "--tool-arg", "text=hello"
+        )
+    )
     assert result["content"] == [{"type": "text", "text": "hello"}], result
     assert not result.get("isError"), result
 
 
 def test_inspector_reports_a_failing_tool_as_a_tool_error(target: list[str]) -> None:
-    result = _json(inspector(target, "--method", "tools/call", "--tool-name", "fail", "--tool-arg", "message=no disk"))
+    result = _json(
+        inspector(
+            target, "--method", "tools/call", "--tool-name", "fail", "--tool-arg", "message=no disk"
+        )
+    )
     assert result["isError"] is True and result["content"][0]["text"] == "no disk", result
 
 
@@ -88,6 +97,10 @@ def test_inspector_reports_invalid_arguments_as_a_tool_error(target: list[str]) 
     """Arguments that fail the tool's input schema are a tool result with ``isError``
     (2025-11-25, SEP-1303), which the Inspector prints with exit status 0 -- not a JSON-RPC
     error, which makes it exit 1."""
-    result = _json(inspector(target, "--method", "tools/call", "--tool-name", "echo", "--tool-arg", "text=5"))
+    result = _json(
+        inspector(target, "--method", "tools/call", "--tool-name", "echo", "--tool-arg", "text=5")
+    )
     assert result["isError"] is True, result
-    assert "text" in result["content"][0]["text"], f"the message does not name the bad argument: {result}"
+    assert "text" in result["content"][0]["text"], (
+        f"the message does not name the bad argument: {result}"
+    )

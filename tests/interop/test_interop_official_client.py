@@ -10,15 +10,14 @@ dual-era server answers it, and the whole session speaks 2026-07-28) and ``--leg
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
-
 from support.interop import SYNC_SERVER, OfficialClientRun, read_events, wait_for_marker
 from support.messages import responses_to
-
 
 pytestmark = [pytest.mark.interop, pytest.mark.timeout(90)]
 
@@ -29,9 +28,22 @@ STEPS: list[dict[str, Any]] = [
     {"label": "echo", "op": "call", "args": ["echo", {"text": "héllo ✓"}]},
     {"label": "add", "op": "call", "args": ["add", {"a": 2, "b": 40}]},
     {"label": "bad-args", "op": "call", "args": ["add", {"a": "two", "b": 40}]},
-    {"label": "declared", "op": "call", "args": ["place", {"at": {"x": 1, "y": 2.5}, "label": "home"}]},
-    {"label": "declared-bad", "op": "call", "args": ["place", {"at": {"x": 1, "y": 2, "z": 3}, "colour": "red"}]},
-    {"label": "progress", "op": "call", "args": ["slow", {"seconds": 0.3, "steps": 3, "tag": "progress"}], "progress": True},
+    {
+        "label": "declared",
+        "op": "call",
+        "args": ["place", {"at": {"x": 1, "y": 2.5}, "label": "home"}],
+    },
+    {
+        "label": "declared-bad",
+        "op": "call",
+        "args": ["place", {"at": {"x": 1, "y": 2, "z": 3}, "colour": "red"}],
+    },
+    {
+        "label": "progress",
+        "op": "call",
+        "args": ["slow", {"seconds": 0.3, "steps": 3, "tag": "progress"}],
+        "progress": True,
+    },
     {"label": "ping", "op": "ping"},
     {"label": "resources", "op": "resources"},
     {"label": "read-static", "op": "read", "args": ["memo://readme"]},
@@ -39,18 +51,45 @@ STEPS: list[dict[str, Any]] = [
     {"label": "read-missing", "op": "read", "args": ["memo://nowhere"]},
     {"label": "prompts", "op": "prompts"},
     {"label": "prompt", "op": "prompt", "args": ["greet", {"name": "Bob", "style": "pirate"}]},
-    {"label": "complete-prompt", "op": "complete", "args": [{"type": "ref/prompt", "name": "greet"}, "style", "p"]},
-    {"label": "complete-template", "op": "complete", "args": [{"type": "ref/resource", "uri": "memo://notes/{name}"}, "name", "al"]},
+    {
+        "label": "complete-prompt",
+        "op": "complete",
+        "args": [{"type": "ref/prompt", "name": "greet"}, "style", "p"],
+    },
+    {
+        "label": "complete-template",
+        "op": "complete",
+        "args": [{"type": "ref/resource", "uri": "memo://notes/{name}"}, "name", "al"],
+    },
     {"label": "roots", "op": "call", "args": ["ask_roots", {}]},
     {"label": "sampling", "op": "call", "args": ["ask_sample", {"prompt": "write a haiku"}]},
     {"label": "elicitation", "op": "call", "args": ["ask_elicit", {"message": "Your name?"}]},
-    {"label": "elicitation-url", "op": "call", "args": ["ask_elicit_url", {"url": "https://example.com/auth"}]},
+    {
+        "label": "elicitation-url",
+        "op": "call",
+        "args": ["ask_elicit_url", {"url": "https://example.com/auth"}],
+    },
     # the official client's second roots/list callback sleeps 5 s (--roots-delays 0,5);
     # our tool gives up after 0.5 s and cancels its request
     {"label": "roots-timeout", "op": "call", "args": ["ask_roots_timeout", {"timeout": 0.5}]},
-    {"label": "cancel", "op": "cancel", "args": ["slow", {"seconds": 20, "steps": 100, "tag": "cancel"}], "cancel_after": 5, "grace": 0.3},
-    {"label": "timeout", "op": "timeout", "args": ["slow", {"seconds": 20, "steps": 100, "tag": "timeout"}, 0.5], "grace": 0.3},
-    {"label": "after", "op": "call", "args": ["slow", {"seconds": 0.01, "steps": 1, "tag": "after"}]},
+    {
+        "label": "cancel",
+        "op": "cancel",
+        "args": ["slow", {"seconds": 20, "steps": 100, "tag": "cancel"}],
+        "cancel_after": 5,
+        "grace": 0.3,
+    },
+    {
+        "label": "timeout",
+        "op": "timeout",
+        "args": ["slow", {"seconds": 20, "steps": 100, "tag": "timeout"}, 0.5],
+        "grace": 0.3,
+    },
+    {
+        "label": "after",
+        "op": "call",
+        "args": ["slow", {"seconds": 0.01, "steps": 1, "tag": "after"}],
+    },
 ]
 NEXT_MARKER = {"cancel": "STARTED slow timeout", "timeout": "STARTED slow after"}
 """For a cancelled step, a marker written by the step after it: our handler must have stopped
@@ -70,7 +109,9 @@ class Run:
     stderr: str
 
     def step(self, label: str) -> dict[str, Any]:
-        found = [s for s, spec in zip(self.out["steps"], STEPS) if spec["label"] == label]
+        found = [
+            s for s, spec in zip(self.out["steps"], STEPS, strict=False) if spec["label"] == label
+        ]
         assert len(found) == 1, label
         return found[0]
 
@@ -110,7 +151,10 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Run]]:
                 "--elicit-json", json.dumps({"name": "Ada"}),
                 "script", json.dumps(STEPS),
             ]  # fmt: skip
-            started[mode] = (OfficialClientRun(args, SYNC_SERVER, env={"PEER_EVENTS_FILE": str(events)}), events)
+            started[mode] = (
+                OfficialClientRun(args, SYNC_SERVER, env={"PEER_EVENTS_FILE": str(events)}),
+                events,
+            )
         results = {}
         for mode, (run, events) in started.items():
             out = run.result()
@@ -124,14 +168,18 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Run]]:
 @pytest.fixture(params=MODES)
 def run(request: pytest.FixtureRequest, runs: dict[str, Run]) -> Run:
     result = runs[request.param]
-    assert "error" not in result.out, f"the official client failed in {request.param} mode: {result.out['error']}"
+    assert "error" not in result.out, (
+        f"the official client failed in {request.param} mode: {result.out['error']}"
+    )
     return result
 
 
 # -- handshake ---------------------------------------------------------------------------------------
 def test_handshake(run: Run) -> None:
     assert run.out["serverInfo"] == {"name": "mcp-sync-peer", "version": "0.1.0-peer"}
-    assert {"tools", "resources", "prompts", "completions", "logging"} <= set(run.out["serverCapabilities"])
+    assert {"tools", "resources", "prompts", "completions", "logging"} <= set(
+        run.out["serverCapabilities"]
+    )
     sent, received = run.sent(), run.received()
     if run.mode == "auto":
         # the probe is answered: the session speaks 2026-07-28, without initialize
@@ -145,9 +193,14 @@ def test_handshake(run: Run) -> None:
         requests = [m for m in sent if "id" in m and "method" in m]
         assert not [m for m in requests if m["method"] == "initialize"]
         for message in requests:
-            assert message["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"] == "2026-07-28", message
+            assert (
+                message["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"]
+                == "2026-07-28"
+            ), message
         for message in received:  # only responses and request-scoped notifications
-            assert message.get("method") in (None, "notifications/progress"), f"unexpected at 2026-07-28: {message}"
+            assert message.get("method") in (None, "notifications/progress"), (
+                f"unexpected at 2026-07-28: {message}"
+            )
         return
     assert run.out["protocolVersion"] == "2025-11-25"
     assert not [m for m in sent if m.get("method") == "server/discover"]
@@ -161,7 +214,11 @@ def test_handshake(run: Run) -> None:
 def test_no_server_errors(run: Run) -> None:
     """Our server logged no traceback (its stderr goes to the official client's stderr)."""
     assert "Traceback" not in run.stderr, run.stderr
-    failed = [spec["label"] for spec, step in zip(STEPS, run.out["steps"]) if not step.get("ok")]
+    failed = [
+        spec["label"]
+        for spec, step in zip(STEPS, run.out["steps"], strict=False)
+        if not step.get("ok")
+    ]
     # the only steps meant to fail (2026-07-28 has no ping)
     assert failed == (["ping", "read-missing"] if run.mode == "auto" else ["read-missing"])
 
@@ -169,7 +226,17 @@ def test_no_server_errors(run: Run) -> None:
 # -- tools -------------------------------------------------------------------------------------------
 def test_list_tools(run: Run) -> None:
     step = run.ok_step("list")
-    assert step["tools"] == ["echo", "add", "place", "slow", "ask_roots", "ask_roots_timeout", "ask_sample", "ask_elicit", "ask_elicit_url"]
+    assert step["tools"] == [
+        "echo",
+        "add",
+        "place",
+        "slow",
+        "ask_roots",
+        "ask_roots_timeout",
+        "ask_sample",
+        "ask_elicit",
+        "ask_elicit_url",
+    ]
     add = next(t for t in step["result"]["tools"] if t["name"] == "add")
     assert add["inputSchema"]["properties"]["a"]["type"] == "integer"
     assert add["inputSchema"]["required"] == ["a", "b"]
@@ -247,7 +314,11 @@ def test_official_cancel_stops_our_handler(run: Run) -> None:
     assert step["cancel_trigger"] == "progress"  # cancelled while our handler was running
     call_id = step["call_request_id"]
     assert step["sent_notifications_cancelled"] == [
-        {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": call_id, "reason": "caller cancelled"}}
+        {
+            "jsonrpc": "2.0",
+            "method": "notifications/cancelled",
+            "params": {"requestId": call_id, "reason": "caller cancelled"},
+        }
     ]
     assert_handler_stopped(run, "cancel")
     assert_stopped_before_next_step(run, "cancel")
@@ -267,7 +338,9 @@ def test_official_timeout_stops_our_handler(run: Run) -> None:
 
 def test_no_response_to_any_cancelled_request(run: Run) -> None:
     """Over the whole session: every request the official client cancelled went unanswered."""
-    cancelled = [m["params"]["requestId"] for m in run.sent() if m.get("method") == "notifications/cancelled"]
+    cancelled = [
+        m["params"]["requestId"] for m in run.sent() if m.get("method") == "notifications/cancelled"
+    ]
     assert len(cancelled) == 2
     for request_id in cancelled:
         assert not responses_to(run.received(), request_id)
@@ -298,7 +371,10 @@ def assert_input_round_at_2026(run: Run, method: str) -> list[dict[str, Any]]:
 
 def test_roots(run: Run) -> None:
     assert_input_round_at_2026(run, "roots/list")
-    assert json.loads(text_of(run.ok_step("roots"))) == [{"uri": "file:///tmp/interop-r1"}, {"uri": "file:///tmp/interop-r2"}]
+    assert json.loads(text_of(run.ok_step("roots"))) == [
+        {"uri": "file:///tmp/interop-r1"},
+        {"uri": "file:///tmp/interop-r2"},
+    ]
 
 
 def test_sampling(run: Run) -> None:
@@ -314,7 +390,11 @@ def test_sampling(run: Run) -> None:
 def test_elicitation(run: Run) -> None:
     assert_input_round_at_2026(run, "elicitation/create")
     assert text_of(run.ok_step("elicitation")) == "accept:Ada"
-    form = [c["params"] for c in run.out["callbacks"] if c["method"] == "elicitation/create" and "url" not in c["params"]]
+    form = [
+        c["params"]
+        for c in run.out["callbacks"]
+        if c["method"] == "elicitation/create" and "url" not in c["params"]
+    ]
     assert [p["message"] for p in form] == ["Your name?"]
     assert form[0]["requestedSchema"]["properties"] == {"name": {"type": "string"}}
 
@@ -324,7 +404,11 @@ def test_url_elicitation(run: Run) -> None:
     declares URL mode, and our server may use it."""
     assert_input_round_at_2026(run, "elicitation/create")
     assert text_of(run.ok_step("elicitation-url")) == "accept"
-    [params] = [c["params"] for c in run.out["callbacks"] if c["method"] == "elicitation/create" and "url" in c["params"]]
+    [params] = [
+        c["params"]
+        for c in run.out["callbacks"]
+        if c["method"] == "elicitation/create" and "url" in c["params"]
+    ]
     assert params["mode"] == "url"
     assert params["url"] == "https://example.com/auth"
     assert params["elicitationId"] == "sync-1"
@@ -351,7 +435,11 @@ def test_our_timeout_cancels_our_roots_request(run: Run) -> None:
     assert notes[0]["params"]["requestId"] == request_id
     assert "timed out" in notes[0]["params"]["reason"]
     # the official client understood the notification: it cancelled its callback ...
-    [callback] = [c for c in run.out["callbacks"] if c["method"] == "roots/list" and c["request_id"] == request_id]
+    [callback] = [
+        c
+        for c in run.out["callbacks"]
+        if c["method"] == "roots/list" and c["request_id"] == request_id
+    ]
     assert callback["delay"] == 5 and "cancelled" in callback and "finished" not in callback
     # ... and sent no response for the cancelled request
     assert not responses_to(sent, request_id)
@@ -363,9 +451,16 @@ def test_our_timeout_cancels_our_roots_request(run: Run) -> None:
 def test_resources(run: Run) -> None:
     step = run.ok_step("resources")
     assert step["resources"]["resources"] == [
-        {"name": "readme", "uri": "memo://readme", "description": "The sync peer's readme", "mimeType": "text/plain"}
+        {
+            "name": "readme",
+            "uri": "memo://readme",
+            "description": "The sync peer's readme",
+            "mimeType": "text/plain",
+        }
     ]
-    assert [(t["uriTemplate"], t["name"]) for t in step["templates"]["resourceTemplates"]] == [("memo://notes/{name}", "note")]
+    assert [(t["uriTemplate"], t["name"]) for t in step["templates"]["resourceTemplates"]] == [
+        ("memo://notes/{name}", "note")
+    ]
     static = run.ok_step("read-static")["result"]["contents"]
     assert static == [{"uri": "memo://readme", "mimeType": "text/plain", "text": "sync readme"}]
     templated = run.ok_step("read-template")["result"]["contents"]
@@ -386,9 +481,15 @@ def test_prompts(run: Run) -> None:
         }
     ]
     result = run.ok_step("prompt")["result"]
-    assert result["messages"] == [{"role": "user", "content": {"type": "text", "text": "Hello Bob (pirate)"}}]
+    assert result["messages"] == [
+        {"role": "user", "content": {"type": "text", "text": "Hello Bob (pirate)"}}
+    ]
 
 
 def test_completion(run: Run) -> None:
-    assert run.ok_step("complete-prompt")["result"]["completion"]["values"] == ["plain", "pirate", "poetic"]
+    assert run.ok_step("complete-prompt")["result"]["completion"]["values"] == [
+        "plain",
+        "pirate",
+        "poetic",
+    ]
     assert run.ok_step("complete-template")["result"]["completion"]["values"] == ["alpha", "alps"]

@@ -10,15 +10,20 @@ from __future__ import annotations
 import json
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
+from support.interop import OFFICIAL_SERVER, prewarm_workers, read_events, wait_for_marker
+from support.messages import cancelled_ids, is_response
+from support.recording import WireRecorder
+from support.waiting import PEER_WAIT, wait_event
 
 from mcp_sync import (
-    CancelToken,
     Cancelled,
+    CancelToken,
     Client,
     Context,
     McpError,
@@ -26,12 +31,6 @@ from mcp_sync import (
     SubprocessTransport,
     deadlines,
 )
-
-from support.interop import OFFICIAL_SERVER, prewarm_workers, read_events, wait_for_marker
-from support.messages import cancelled_ids, is_response
-from support.recording import WireRecorder
-from support.waiting import PEER_WAIT, wait_event
-
 
 pytestmark = [pytest.mark.interop, pytest.mark.timeout(60)]
 
@@ -110,7 +109,11 @@ def peer(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Peer]:
     events = tmp_path_factory.mktemp("official-server") / "events.txt"
     side = ClientSide()
     transport = SubprocessTransport(
-        OFFICIAL_SERVER, env={"PEER_EVENTS_FILE": str(events)}, stderr="capture", close_grace=3.0, terminate_grace=2.0
+        OFFICIAL_SERVER,
+        env={"PEER_EVENTS_FILE": str(events)},
+        stderr="capture",
+        close_grace=3.0,
+        terminate_grace=2.0,
     )
     wire = WireRecorder(transport)
     client = Client.connect(
@@ -140,7 +143,9 @@ def peer(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Peer]:
     sent, received = wire.snapshot()
     for request_id in cancelled_ids(received):
         answers = [m for m in sent if is_response(m, request_id)]
-        assert not answers, f"our client answered request {request_id!r} after the server cancelled it: {answers}"
+        assert not answers, (
+            f"our client answered request {request_id!r} after the server cancelled it: {answers}"
+        )
 
 
 def text_of(result: Any) -> str:
@@ -150,7 +155,11 @@ def text_of(result: Any) -> str:
 
 def sent_call(wire: WireRecorder, tag: str) -> dict[str, Any]:
     """The tools/call our client sent with arguments.tag == tag."""
-    calls = [m for m in wire.sent_requests("tools/call") if (m["params"].get("arguments") or {}).get("tag") == tag]
+    calls = [
+        m
+        for m in wire.sent_requests("tools/call")
+        if (m["params"].get("arguments") or {}).get("tag") == tag
+    ]
     assert len(calls) == 1, calls
     return calls[0]
 
@@ -158,7 +167,11 @@ def sent_call(wire: WireRecorder, tag: str) -> dict[str, Any]:
 def assert_cancelled_on_wire(peer: Peer, request_id: int, reason: str | None = None) -> None:
     """We sent exactly one notifications/cancelled for ``request_id`` (with ``reason``)."""
     sent, _ = peer.wire.snapshot()
-    notes = [m for m in sent if m.get("method") == "notifications/cancelled" and m["params"]["requestId"] == request_id]
+    notes = [
+        m
+        for m in sent
+        if m.get("method") == "notifications/cancelled" and m["params"]["requestId"] == request_id
+    ]
     assert len(notes) == 1, f"expected one notifications/cancelled for {request_id}: {notes}"
     assert "id" not in notes[0]
     if reason is not None:
@@ -169,7 +182,9 @@ def assert_no_late_response(peer: Peer, request_id: int) -> None:
     """After a ping round trip, no response to the cancelled request has reached us."""
     peer.client.ping(timeout=PEER_WAIT)
     _, received = peer.wire.snapshot()
-    assert not [m for m in received if is_response(m, request_id)], f"the server answered cancelled request {request_id}"
+    assert not [m for m in received if is_response(m, request_id)], (
+        f"the server answered cancelled request {request_id}"
+    )
 
 
 def assert_stopped(peer: Peer, tag: str) -> None:
@@ -184,20 +199,35 @@ def test_handshake(peer: Peer) -> None:
     assert peer.client.protocol_version == "2025-11-25"
     assert peer.client.server_info.name == "official-stdio-peer"
     init = peer.wire.sent_requests("initialize")[0]
-    assert init["params"]["capabilities"] == {"roots": {"listChanged": True}, "sampling": {}, "elicitation": {"form": {}, "url": {}}}
+    assert init["params"]["capabilities"] == {
+        "roots": {"listChanged": True},
+        "sampling": {},
+        "elicitation": {"form": {}, "url": {}},
+    }
     sent, _ = peer.wire.snapshot()
     assert [m.get("method") for m in sent[:2]] == ["initialize", "notifications/initialized"]
 
 
 def test_list_tools(peer: Peer) -> None:
     tools = {tool.name: tool for tool in peer.client.list_tools(timeout=PEER_WAIT)}
-    assert {"echo", "add", "slow", "ask_roots", "ask_sample", "ask_sample_timeout", "ask_elicit", "ask_elicit_url"} <= set(tools)
+    assert {
+        "echo",
+        "add",
+        "slow",
+        "ask_roots",
+        "ask_sample",
+        "ask_sample_timeout",
+        "ask_elicit",
+        "ask_elicit_url",
+    } <= set(tools)
     assert tools["add"].input_schema["properties"]["a"]["type"] == "integer"
     assert tools["echo"].input_schema["required"] == ["text"]
 
 
 def test_call_echo_and_add(peer: Peer) -> None:
-    assert text_of(peer.client.call_tool("echo", {"text": "héllo ✓"}, timeout=PEER_WAIT)) == "héllo ✓"
+    assert (
+        text_of(peer.client.call_tool("echo", {"text": "héllo ✓"}, timeout=PEER_WAIT)) == "héllo ✓"
+    )
     result = peer.client.call_tool("add", {"a": 2, "b": 40}, timeout=PEER_WAIT)
     assert not result.is_error
     assert text_of(result) == "42"
@@ -221,9 +251,16 @@ def test_progress(peer: Peer) -> None:
         if progress >= 3:
             last.set()
 
-    result = peer.client.call_tool("slow", {"seconds": 0.3, "steps": 3, "tag": "progress"}, timeout=PEER_WAIT, on_progress=on_progress)
+    result = peer.client.call_tool(
+        "slow",
+        {"seconds": 0.3, "steps": 3, "tag": "progress"},
+        timeout=PEER_WAIT,
+        on_progress=on_progress,
+    )
     assert text_of(result) == "slept 0.3"
-    wait_event(last, "the third progress callback", PEER_WAIT)  # callbacks run on a worker, after the reader
+    wait_event(
+        last, "the third progress callback", PEER_WAIT
+    )  # callbacks run on a worker, after the reader
     assert seen == [(1, 3, "step 1/3"), (2, 3, "step 2/3"), (3, 3, "step 3/3")]
     call = sent_call(peer.wire, "progress")
     assert call["params"]["_meta"]["progressToken"] is not None
@@ -249,7 +286,9 @@ def test_pending_call_cancel_from_another_thread(peer: Peer) -> None:
     )
     wait_event(running, "the first progress notification (the handler is running)", PEER_WAIT)
     outcome: list[bool] = []
-    canceller = threading.Thread(target=lambda: outcome.append(future.cancel("stopped by the user")), name="canceller")
+    canceller = threading.Thread(
+        target=lambda: outcome.append(future.cancel("stopped by the user")), name="canceller"
+    )
     canceller.start()
     canceller.join(PEER_WAIT)
     assert outcome == [True]
@@ -270,7 +309,11 @@ def test_cancel_token(peer: Peer) -> None:
 
     with pytest.raises(Cancelled):
         peer.client.call_tool(
-            "slow", {"seconds": 20, "steps": 200, "tag": "token"}, timeout=PEER_WAIT, cancel_token=token, on_progress=on_progress
+            "slow",
+            {"seconds": 20, "steps": 200, "tag": "token"},
+            timeout=PEER_WAIT,
+            cancel_token=token,
+            on_progress=on_progress,
         )
     request_id = sent_call(peer.wire, "token")["id"]
     assert_cancelled_on_wire(peer, request_id, "enough progress")
@@ -282,13 +325,20 @@ def test_cancel_token(peer: Peer) -> None:
 def test_roots(peer: Peer) -> None:
     result = peer.client.call_tool("ask_roots", {}, timeout=PEER_WAIT)
     assert not result.is_error, text_of(result)
-    assert json.loads(text_of(result)) == [{"uri": "file:///tmp/interop-a"}, {"uri": "file:///tmp/interop-b", "name": "b"}]
+    assert json.loads(text_of(result)) == [
+        {"uri": "file:///tmp/interop-a"},
+        {"uri": "file:///tmp/interop-b", "name": "b"},
+    ]
 
 
 def test_sampling(peer: Peer) -> None:
     result = peer.client.call_tool("ask_sample", {"prompt": "write a haiku"}, timeout=PEER_WAIT)
     assert text_of(result) == "sampled:write a haiku"
-    params = [p for p in peer.side.sampling_params if p["messages"][0]["content"]["text"] == "write a haiku"]
+    params = [
+        p
+        for p in peer.side.sampling_params
+        if p["messages"][0]["content"]["text"] == "write a haiku"
+    ]
     assert params and params[0]["maxTokens"] == 50
 
 
@@ -300,7 +350,9 @@ def test_elicitation(peer: Peer) -> None:
 
 
 def test_url_elicitation(peer: Peer) -> None:
-    result = peer.client.call_tool("ask_elicit_url", {"url": "https://example.com/auth"}, timeout=PEER_WAIT)
+    result = peer.client.call_tool(
+        "ask_elicit_url", {"url": "https://example.com/auth"}, timeout=PEER_WAIT
+    )
     assert text_of(result) == "accept"
     [params] = [p for p in peer.side.elicitation_params if p.get("mode") == "url"]
     assert params["url"] == "https://example.com/auth"
@@ -308,7 +360,11 @@ def test_url_elicitation(peer: Peer) -> None:
 
 
 def blocked_sampling_request(peer: Peer, prompt: str) -> dict[str, Any]:
-    requests = [m for m in peer.wire.received_requests("sampling/createMessage") if m["params"]["messages"][0]["content"]["text"] == prompt]
+    requests = [
+        m
+        for m in peer.wire.received_requests("sampling/createMessage")
+        if m["params"]["messages"][0]["content"]["text"] == prompt
+    ]
     assert len(requests) == 1, requests
     return requests[0]
 
@@ -323,22 +379,30 @@ def assert_we_never_answered(peer: Peer, blocked: Blocked, request_id: Any) -> N
     assert blocked.request_id == request_id
     peer.client.ping(timeout=PEER_WAIT)
     sent, _ = peer.wire.snapshot()
-    assert not [m for m in sent if is_response(m, request_id)], f"our client answered cancelled request {request_id}"
+    assert not [m for m in sent if is_response(m, request_id)], (
+        f"our client answered cancelled request {request_id}"
+    )
 
 
 def test_server_timeout_cancels_our_sampling_handler(peer: Peer) -> None:
     blocked = peer.side.expect_block("block: server times out")
     start = time.monotonic()
     result = peer.client.call_tool(
-        "ask_sample_timeout", {"prompt": "block: server times out", "timeout": 0.5, "tag": "sampling"}, timeout=PEER_WAIT
+        "ask_sample_timeout",
+        {"prompt": "block: server times out", "timeout": 0.5, "tag": "sampling"},
+        timeout=PEER_WAIT,
     )
     assert text_of(result).startswith("TIMEOUT"), text_of(result)
     assert time.monotonic() - start < 5
     request = blocked_sampling_request(peer, "block: server times out")
     _, received = peer.wire.snapshot()
-    assert request["id"] in cancelled_ids(received), "the official server sent no notifications/cancelled"
+    assert request["id"] in cancelled_ids(received), (
+        "the official server sent no notifications/cancelled"
+    )
     assert_we_never_answered(peer, blocked, request["id"])
-    assert blocked.reason and "timed out" in blocked.reason  # the server's reason reaches the handler
+    assert (
+        blocked.reason and "timed out" in blocked.reason
+    )  # the server's reason reaches the handler
     assert "TIMEOUT ask_sample_timeout sampling" in read_events(peer.events)
 
 
@@ -352,15 +416,22 @@ def test_cancelling_our_call_cascades_to_our_sampling_handler(peer: Peer) -> Non
     with pytest.raises(Cancelled):
         future.result(PEER_WAIT)
     request = blocked_sampling_request(peer, "block: caller gives up")
-    peer.wire.wait_for(lambda _s, received: request["id"] in cancelled_ids(received), "the server to cancel its nested request")
+    peer.wire.wait_for(
+        lambda _s, received: request["id"] in cancelled_ids(received),
+        "the server to cancel its nested request",
+    )
     assert_we_never_answered(peer, blocked, request["id"])
 
 
 # -- resources, prompts, completion ---------------------------------------------------------------------
 def test_resources(peer: Peer) -> None:
     client = peer.client
-    assert [(r.uri, r.name, r.mime_type) for r in client.list_resources(timeout=PEER_WAIT)] == [("peer://readme", "readme", "text/plain")]
-    assert [(t.uri_template, t.name) for t in client.list_resource_templates(timeout=PEER_WAIT)] == [("peer://notes/{name}", "note")]
+    assert [(r.uri, r.name, r.mime_type) for r in client.list_resources(timeout=PEER_WAIT)] == [
+        ("peer://readme", "readme", "text/plain")
+    ]
+    assert [
+        (t.uri_template, t.name) for t in client.list_resource_templates(timeout=PEER_WAIT)
+    ] == [("peer://notes/{name}", "note")]
     readme = client.read_resource("peer://readme", timeout=PEER_WAIT)
     assert [(c.uri, c.text) for c in readme.contents] == [("peer://readme", "official readme")]
     note = client.read_resource("peer://notes/zed", timeout=PEER_WAIT)
@@ -375,7 +446,10 @@ def test_prompts(peer: Peer) -> None:
     client = peer.client
     prompts = client.list_prompts(timeout=PEER_WAIT)
     assert [p.name for p in prompts] == ["greet"]
-    assert [(a.name, a.required) for a in prompts[0].arguments] == [("name", True), ("style", False)]
+    assert [(a.name, a.required) for a in prompts[0].arguments] == [
+        ("name", True),
+        ("style", False),
+    ]
     result = client.get_prompt("greet", {"name": "Bob", "style": "pirate"}, timeout=PEER_WAIT)
     assert [(m.role, m.content.text) for m in result.messages] == [("user", "Hello Bob (pirate)")]
     with pytest.raises(McpError) as info:
@@ -385,7 +459,11 @@ def test_prompts(peer: Peer) -> None:
 
 def test_completion(peer: Peer) -> None:
     client = peer.client
-    styles = client.complete({"type": "ref/prompt", "name": "greet"}, "style", "p", timeout=PEER_WAIT)
+    styles = client.complete(
+        {"type": "ref/prompt", "name": "greet"}, "style", "p", timeout=PEER_WAIT
+    )
     assert styles.completion.values == ["plain", "pirate", "poetic"]
-    names = client.complete({"type": "ref/resource", "uri": "peer://notes/{name}"}, "name", "al", timeout=PEER_WAIT)
+    names = client.complete(
+        {"type": "ref/resource", "uri": "peer://notes/{name}"}, "name", "al", timeout=PEER_WAIT
+    )
     assert names.completion.values == ["alpha", "alps"]

@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from support.paths import PEERS, PYTHON
 from support.processes import run, user_env
 
@@ -26,7 +25,12 @@ LIMIT = 90.0
 STEPS = [
     {"op": "list"},
     {"op": "call", "name": "echo", "arguments": {"text": "hello 2026"}},
-    {"op": "cancel", "name": "slow", "arguments": {"seconds": 60, "tag": "c1"}, "after_marker": "STARTED slow c1"},
+    {
+        "op": "cancel",
+        "name": "slow",
+        "arguments": {"seconds": 60, "tag": "c1"},
+        "after_marker": "STARTED slow c1",
+    },
     {"op": "wait_marker", "marker": "CANCELLED slow c1"},
     {"op": "call", "name": "echo", "arguments": {"text": "after cancel"}},
 ]
@@ -51,7 +55,11 @@ def result_text(lines: list[dict[str, Any]], step: int) -> str:
 
 def test_the_official_client_speaks_2026_with_our_server(tmp_path: Path) -> None:
     events = tmp_path / "events"
-    finished = run([*CLIENT, json.dumps(STEPS), "--", *SERVER], LIMIT, env=user_env(PEER_EVENTS_FILE=str(events)))
+    finished = run(
+        [*CLIENT, json.dumps(STEPS), "--", *SERVER],
+        LIMIT,
+        env=user_env(PEER_EVENTS_FILE=str(events)),
+    )
     assert finished.code == 0, finished.describe()
     lines = [json.loads(line) for line in finished.stdout.splitlines() if line.strip()]
     (connected,) = of(lines, "connected")
@@ -73,7 +81,10 @@ def test_the_official_client_speaks_2026_with_our_server(tmp_path: Path) -> None
     for message in received:  # only responses, each saying what it is
         assert "method" not in message, message
         assert "result" in message and message["result"]["resultType"] == "complete", message
-        assert message["result"]["_meta"]["io.modelcontextprotocol/serverInfo"]["name"] == "modern-probe"
+        assert (
+            message["result"]["_meta"]["io.modelcontextprotocol/serverInfo"]["name"]
+            == "modern-probe"
+        )
     listed = next(m for m in sent if m["method"] == "tools/list")
     (tools,) = answers(lines, listed["id"])
     assert (tools["result"]["ttlMs"], tools["result"]["cacheScope"]) == (60000, "public")

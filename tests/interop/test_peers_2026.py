@@ -82,7 +82,9 @@ def assert_echo_and_mrtr(lines: list[dict[str, Any]]) -> None:
     assert interim["result"]["inputRequests"]["name"]["method"] == "elicitation/create", interim
     assert retry["id"] != first["id"]
     assert retry["params"]["requestState"] == interim["result"]["requestState"]
-    assert retry["params"]["inputResponses"] == {"name": {"action": "accept", "content": {"name": "Ada"}}}
+    assert retry["params"]["inputResponses"] == {
+        "name": {"action": "accept", "content": {"name": "Ada"}}
+    }
     assert [e["params"]["message"] for e in of(lines, "elicitation")] == ["Your name?"]
     (final,) = response(lines, retry["id"])
     assert final["result"]["resultType"] == "complete"
@@ -95,7 +97,9 @@ def assert_cancelled(lines: list[dict[str, Any]], events: Path, *, notified: boo
     nothing was ever answered for that id; the next call still worked."""
     (slow,) = call_requests(lines, "slow")
     cancels = [m for m in wire(lines, ">>") if m.get("method") == "notifications/cancelled"]
-    assert [c["params"]["requestId"] for c in cancels] == ([slow["id"]] if notified else []), cancels
+    assert [c["params"]["requestId"] for c in cancels] == ([slow["id"]] if notified else []), (
+        cancels
+    )
     assert response(lines, slow["id"]) == []
     assert "FINISHED slow c1" not in events.read_text(encoding="utf-8")
     assert of(lines, "marker")[-1]["marker"] == "CANCELLED slow c1"
@@ -181,5 +185,9 @@ def test_the_pinned_conformance_suite_lists_2026_server_scenarios_on_the_pinned_
     suite = node_package("@modelcontextprotocol/conformance") / "dist" / "index.js"
     finished = run([node22(), str(suite), "list", "--server", "--spec-version", MODERN], LIMIT)
     assert finished.code == 0, finished.describe()
-    for scenario in ("server-stateless", "input-required-result-basic-elicitation", "http-header-validation"):
+    for scenario in (
+        "server-stateless",
+        "input-required-result-basic-elicitation",
+        "http-header-validation",
+    ):
         assert f"- {scenario} [" in finished.stdout, finished.describe()

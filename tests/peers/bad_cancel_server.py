@@ -36,7 +36,11 @@ TOOLS = [
     {
         "name": "slow",
         "description": "Work for `seconds`; cannot be cancelled.",
-        "inputSchema": {"type": "object", "properties": {"seconds": {"type": "number"}}, "required": ["seconds"]},
+        "inputSchema": {
+            "type": "object",
+            "properties": {"seconds": {"type": "number"}},
+            "required": ["seconds"],
+        },
     }
 ]
 
@@ -55,8 +59,18 @@ def slow(request_id: Any, params: dict[str, Any]) -> None:
     for step in range(1, 11):
         _never.wait(seconds / 10)  # simulated work that never looks for a cancellation
         if token is not None:
-            send({"method": "notifications/progress", "params": {"progressToken": token, "progress": step, "total": 10}})
-    send({"id": request_id, "result": {"content": [{"type": "text", "text": f"slept {seconds}"}], "isError": False}})
+            send(
+                {
+                    "method": "notifications/progress",
+                    "params": {"progressToken": token, "progress": step, "total": 10},
+                }
+            )
+    send(
+        {
+            "id": request_id,
+            "result": {"content": [{"type": "text", "text": f"slept {seconds}"}], "isError": False},
+        }
+    )
 
 
 def initialize(request_id: Any, params: dict[str, Any], delay: float) -> None:
@@ -90,7 +104,9 @@ def handle_request(request_id: Any, method: str, params: dict[str, Any]) -> None
     elif method == "tools/call" and params.get("name") == "slow":
         threading.Thread(target=slow, args=(request_id, params), daemon=True).start()
     else:
-        send({"id": request_id, "error": {"code": -32601, "message": f"Method not found: {method}"}})
+        send(
+            {"id": request_id, "error": {"code": -32601, "message": f"Method not found: {method}"}}
+        )
 
 
 def handle_notification(method: str, params: Any) -> None:
@@ -100,7 +116,9 @@ def handle_notification(method: str, params: Any) -> None:
     valid = isinstance(request_id, (str, int)) and not isinstance(request_id, bool)
     if valid:
         _cancelled.add(request_id)
-    if valid and request_id != _initialize_id[0] and "--exit-on-cancel" in sys.argv[1:]:  # WRONG: dies
+    if (
+        valid and request_id != _initialize_id[0] and "--exit-on-cancel" in sys.argv[1:]
+    ):  # WRONG: dies
         sys.exit(3)
     if not valid:  # WRONG: a notification must never be answered
         send({"id": None, "error": {"code": -32602, "message": "Invalid params: bad cancellation"}})

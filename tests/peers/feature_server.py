@@ -9,7 +9,6 @@ reported through the stdlib logging bridge as ``notifications/message`` from the
 from __future__ import annotations
 
 import logging
-from typing import Optional
 
 from mcp_sync import Context, Server
 
@@ -88,9 +87,11 @@ def ask_roots(ctx: Context) -> list:
 
 
 @server.tool()
-def ask_sampling(ctx: Context, timeout: Optional[float] = None) -> dict:
+def ask_sampling(ctx: Context, timeout: float | None = None) -> dict:
     return ctx.session.create_message(
-        [{"role": "user", "content": {"type": "text", "text": "hello"}}], max_tokens=20, timeout=timeout
+        [{"role": "user", "content": {"type": "text", "text": "hello"}}],
+        max_tokens=20,
+        timeout=timeout,
     )
 
 

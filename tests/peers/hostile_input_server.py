@@ -61,7 +61,9 @@ def pid() -> int:
 
 
 server.add_method("test/echo", lambda session, request, token: request.params)
-server.add_method("test/raise_base", lambda session, request, token: _raise(request.params.get("kind", "exit")))
+server.add_method(
+    "test/raise_base", lambda session, request, token: _raise(request.params.get("kind", "exit"))
+)
 
 
 if __name__ == "__main__":

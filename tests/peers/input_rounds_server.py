@@ -31,7 +31,11 @@ NAME_FORM = {"type": "object", "properties": {"name": {"type": "string"}}, "requ
 
 SKEW = float(os.environ.get("INPUT_ROUNDS_CLOCK_SKEW", "0"))
 ring = KeyRing.from_env() if os.environ.get(DEFAULT_ENV_VAR) else KeyRing.ephemeral()
-server = Server("input-rounds", version="1.0.0", request_state_sealer=StateSealer(ring, clock=lambda: time.time() + SKEW))
+server = Server(
+    "input-rounds",
+    version="1.0.0",
+    request_state_sealer=StateSealer(ring, clock=lambda: time.time() + SKEW),
+)
 _lock = threading.Lock()
 _entries: Counter[str] = Counter()
 
@@ -59,7 +63,9 @@ def plan(topic: str, ctx: Context) -> str:
     entered("plan")
     name = ask_name(ctx)
     roots = [str(root.uri) for root in ctx.session.list_roots()]
-    idea = ctx.session.create_message([{"role": "user", "content": {"type": "text", "text": topic}}], max_tokens=20)
+    idea = ctx.session.create_message(
+        [{"role": "user", "content": {"type": "text", "text": topic}}], max_tokens=20
+    )
     text = idea.content.text if getattr(idea.content, "type", None) == "text" else "?"
     return f"{name} plans {text} in {','.join(roots)}"
 
@@ -71,7 +77,12 @@ def deploy(env: str, ctx: Context) -> str | InputRequired:
     answer = ctx.input_responses.get("confirm")
     if answer is None:
         return InputRequired(
-            {"confirm": {"method": "elicitation/create", "params": {"message": f"Deploy to {env}?", "requestedSchema": NAME_FORM}}},
+            {
+                "confirm": {
+                    "method": "elicitation/create",
+                    "params": {"message": f"Deploy to {env}?", "requestedSchema": NAME_FORM},
+                }
+            },
             state={"env": env},
         )
     return f"deployed to {ctx.request_state_payload['env']} by {answer['content']['name']}"

@@ -41,7 +41,9 @@ def report() -> None:
     # handler workers and the process's one timer thread come and go with the load
     names = [t.name for t in threading.enumerate()]
     workers = sum(1 for name in names if "-worker-" in name)
-    steady = sorted(name for name in names if "-worker-" not in name and name != "mcp_sync-deadlines")
+    steady = sorted(
+        name for name in names if "-worker-" not in name and name != "mcp_sync-deadlines"
+    )
     print(
         f"CHANGED {changes} threads={len(steady)} workers={workers} listens={len(server.listens.streams())}"
         f" names={','.join(steady)}",

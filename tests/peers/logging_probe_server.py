@@ -28,11 +28,17 @@ def describe(logger: logging.Logger) -> dict[str, object]:
 
 if __name__ == "__main__":
     transport, report = sys.argv[1], sys.argv[2]
-    before = {"root": describe(logging.getLogger()), "mcp_sync": describe(logging.getLogger("mcp_sync"))}
+    before = {
+        "root": describe(logging.getLogger()),
+        "mcp_sync": describe(logging.getLogger("mcp_sync")),
+    }
     if transport == "http":
         server.run("http", port=0)
     else:
         server.run()
-    after = {"root": describe(logging.getLogger()), "mcp_sync": describe(logging.getLogger("mcp_sync"))}
+    after = {
+        "root": describe(logging.getLogger()),
+        "mcp_sync": describe(logging.getLogger("mcp_sync")),
+    }
     with open(report, "w", encoding="utf-8") as f:
         json.dump({"before": before, "after": after}, f)

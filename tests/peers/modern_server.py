@@ -99,7 +99,9 @@ def whoami(ctx: Context) -> dict:
 @server.tool()
 def ask(ctx: Context) -> str:
     """Ask the user for a name."""
-    answer = ctx.session.elicit("Your name?", {"type": "object", "properties": {"name": {"type": "string"}}})
+    answer = ctx.session.elicit(
+        "Your name?", {"type": "object", "properties": {"name": {"type": "string"}}}
+    )
     return f"{answer.action}:{(answer.content or {}).get('name')}"
 
 

@@ -87,7 +87,19 @@ except NameError:  # Python 3.10: anyio depends on the backport
 warnings.simplefilter("ignore")
 
 T0 = time.monotonic()
-SCENARIOS = ["list", "call", "cancel", "timeout", "ping", "resources", "read", "prompts", "prompt", "complete", "script"]
+SCENARIOS = [
+    "list",
+    "call",
+    "cancel",
+    "timeout",
+    "ping",
+    "resources",
+    "read",
+    "prompts",
+    "prompt",
+    "complete",
+    "script",
+]
 
 
 def now() -> float:
@@ -176,7 +188,12 @@ CALLBACK_LOG: list[dict[str, Any]] = []
 
 async def callback_delay(ctx: ClientRequestContext, method: str, delay: float) -> dict[str, Any]:
     """Optional artificial latency in server->client callbacks; records whether it was cancelled."""
-    entry: dict[str, Any] = {"method": method, "request_id": ctx.request_id, "delay": delay, "started": now()}
+    entry: dict[str, Any] = {
+        "method": method,
+        "request_id": ctx.request_id,
+        "delay": delay,
+        "started": now(),
+    }
     CALLBACK_LOG.append(entry)
     try:
         if delay:
@@ -206,7 +223,10 @@ def build_callbacks(ns: argparse.Namespace) -> dict[str, Any]:
         async def sampling(ctx: ClientRequestContext, params: types.CreateMessageRequestParams):
             await callback_delay(ctx, "sampling/createMessage", ns.callback_delay)
             return types.CreateMessageResult(
-                role="assistant", content=types.TextContent(type="text", text=text), model="fake-model", stop_reason="endTurn"
+                role="assistant",
+                content=types.TextContent(type="text", text=text),
+                model="fake-model",
+                stop_reason="endTurn",
             )
 
         kw["sampling_callback"] = sampling
@@ -275,14 +295,25 @@ async def run(ns: argparse.Namespace, cmd: list[str]) -> dict[str, Any]:
 
 
 async def run_step(
-    client: Client, ns: argparse.Namespace, op: str, a: list[Any], opts: dict[str, Any], out: dict[str, Any], tap: Tap
+    client: Client,
+    ns: argparse.Namespace,
+    op: str,
+    a: list[Any],
+    opts: dict[str, Any],
+    out: dict[str, Any],
+    tap: Tap,
 ) -> None:
     """Run one scenario; a failure from the server is recorded in out["error"], never raised."""
     out["started_at_s"] = now()
     try:
         await scenario(client, ns, op, a, opts, out, tap)
     except MCPError as e:
-        out["error"] = {"type": "MCPError", "code": e.code, "message": e.error.message, "data": e.error.data}
+        out["error"] = {
+            "type": "MCPError",
+            "code": e.code,
+            "message": e.error.message,
+            "data": e.error.data,
+        }
     except Exception as e:  # noqa: BLE001 - recorded for the test to judge
         out["error"] = {"type": type(e).__name__, "message": str(e)}
 
@@ -294,7 +325,13 @@ def _arg_json(a: list[Any], i: int) -> Any:
 
 
 async def scenario(
-    client: Client, ns: argparse.Namespace, op: str, a: list[Any], opts: dict[str, Any], out: dict[str, Any], tap: Tap
+    client: Client,
+    ns: argparse.Namespace,
+    op: str,
+    a: list[Any],
+    opts: dict[str, Any],
+    out: dict[str, Any],
+    tap: Tap,
 ) -> None:
     if op == "list":
         res = await client.list_tools(cache_mode="bypass")
@@ -319,7 +356,9 @@ async def scenario(
         else:
             ref = types.ResourceTemplateReference(uri=ref_data["uri"])
         context = _arg_json(a, 3) if len(a) > 3 else None
-        out["result"] = dump(await client.complete(ref, {"name": a[1], "value": a[2]}, context_arguments=context))
+        out["result"] = dump(
+            await client.complete(ref, {"name": a[1], "value": a[2]}, context_arguments=context)
+        )
     elif op == "call":
         name, args = a[0], _arg_json(a, 1)
         progress: list[Any] = []
@@ -328,7 +367,9 @@ async def scenario(
             progress.append({"t": now(), "progress": p, "total": total, "message": msg})
 
         want_progress = opts.get("progress", ns.progress)
-        res = await client.call_tool(name, args, progress_callback=on_progress if want_progress else None)
+        res = await client.call_tool(
+            name, args, progress_callback=on_progress if want_progress else None
+        )
         out["result"] = dump(res)
         out["progress"] = progress
     elif op == "timeout":
@@ -392,10 +433,16 @@ def summarize_cancel(out: dict[str, Any], tap: Tap, start: float) -> None:
     sent_cancel = [
         w["msg"]
         for w in tap.wire
-        if w["dir"] == ">>" and w["msg"].get("method") == "notifications/cancelled" and w["t"] >= start
+        if w["dir"] == ">>"
+        and w["msg"].get("method") == "notifications/cancelled"
+        and w["t"] >= start
     ]
     responses = [
-        w for w in tap.wire if w["dir"] == "<<" and w["msg"].get("id") == call_id and ("result" in w["msg"] or "error" in w["msg"])
+        w
+        for w in tap.wire
+        if w["dir"] == "<<"
+        and w["msg"].get("id") == call_id
+        and ("result" in w["msg"] or "error" in w["msg"])
     ]
     out["call_request_id"] = call_id
     out["sent_notifications_cancelled"] = sent_cancel

@@ -42,14 +42,16 @@ subscription_id, honored}, "listen_event" {step, kind, uri}, "listen_ended" {ste
 from __future__ import annotations
 
 import argparse
+import builtins
 import json
 import os
 import sys
 import time
 import warnings
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any, AsyncIterator
+from typing import Any
 
 import anyio
 import mcp_types as types
@@ -70,7 +72,11 @@ def emit(event: str, **fields: Any) -> None:
 
 
 def dump(model: Any) -> Any:
-    return model.model_dump(mode="json", by_alias=True, exclude_none=True) if hasattr(model, "model_dump") else model
+    return (
+        model.model_dump(mode="json", by_alias=True, exclude_none=True)
+        if hasattr(model, "model_dump")
+        else model
+    )
 
 
 def wire_message(item: SessionMessage | Exception) -> Any:
@@ -130,7 +136,10 @@ def error_fields(error: BaseException) -> dict[str, Any]:
 async def listen_step(client: Client, step: dict[str, Any], tag: dict[str, Any]) -> None:
     """One ``subscriptions/listen`` stream: leaving the ``async with`` cancels it."""
     wanted = step.get("events", 1)
-    filters = {"tools_list_changed": step.get("tools", False), "resource_subscriptions": step.get("resources", [])}
+    filters = {
+        "tools_list_changed": step.get("tools", False),
+        "resource_subscriptions": step.get("resources", []),
+    }
     async with client.listen(**filters) as sub:
         emit("acknowledged", **tag, subscription_id=sub.subscription_id, honored=dump(sub.honored))
         seen = 0
@@ -142,14 +151,20 @@ async def listen_step(client: Client, step: dict[str, Any], tag: dict[str, Any])
         emit("listen_ended", **tag)
 
 
-async def run_step(client: Client, step: dict[str, Any], index: int, ns: argparse.Namespace) -> bool:
+async def run_step(
+    client: Client, step: dict[str, Any], index: int, ns: argparse.Namespace
+) -> bool:
     tag = {"step": index, "op": step["op"]}
     try:
         if step["op"] == "list":
             listed = await client.list_tools(cache_mode="bypass")
             emit("tools", **tag, tools=[t.name for t in listed.tools])
         elif step["op"] == "call":
-            emit("result", **tag, result=dump(await client.call_tool(step["name"], step.get("arguments", {}))))
+            emit(
+                "result",
+                **tag,
+                result=dump(await client.call_tool(step["name"], step.get("arguments", {}))),
+            )
         elif step["op"] == "cancel":
             scope = anyio.CancelScope()
             outcome: dict[str, Any] = {}
@@ -157,7 +172,9 @@ async def run_step(client: Client, step: dict[str, Any], index: int, ns: argpars
             async def call() -> None:
                 with scope:
                     try:
-                        outcome["result"] = dump(await client.call_tool(step["name"], step.get("arguments", {})))
+                        outcome["result"] = dump(
+                            await client.call_tool(step["name"], step.get("arguments", {}))
+                        )
                     except MCPError as e:
                         outcome["error"] = error_fields(e)
 
@@ -182,12 +199,16 @@ async def run_step(client: Client, step: dict[str, Any], index: int, ns: argpars
 
 async def run(ns: argparse.Namespace, steps: list[dict[str, Any]], command: list[str]) -> bool:
     env = {k: v for k, v in os.environ.items() if k.startswith("PEER_")}
-    target = ns.url if ns.url else StdioServerParameters(command=command[0], args=command[1:], env=env)
+    target = (
+        ns.url if ns.url else StdioServerParameters(command=command[0], args=command[1:], env=env)
+    )
     callbacks: dict[str, Any] = {}
     if ns.elicit_json is not None:
         content = json.loads(ns.elicit_json)
 
-        async def elicit(ctx: ClientRequestContext, params: types.ElicitRequestParams) -> types.ElicitResult:
+        async def elicit(
+            ctx: ClientRequestContext, params: types.ElicitRequestParams
+        ) -> types.ElicitResult:
             emit("elicitation", params=dump(params))
             return types.ElicitResult(action="accept", content=content)
 
@@ -196,13 +217,17 @@ async def run(ns: argparse.Namespace, steps: list[dict[str, Any]], command: list
     try:
         with anyio.fail_after(ns.overall_timeout):
             async with Client(tapped(target), mode=ns.mode, **callbacks) as client:
-                emit("connected", protocolVersion=client.protocol_version, serverInfo=dump(client.server_info))
+                emit(
+                    "connected",
+                    protocolVersion=client.protocol_version,
+                    serverInfo=dump(client.server_info),
+                )
                 for index, step in enumerate(steps):
                     ok = await run_step(client, step, index, ns) and ok
     except BaseException as e:  # noqa: BLE001 - connect failure or overall timeout
         if isinstance(e, KeyboardInterrupt):
             raise
-        while isinstance(e, BaseExceptionGroup) and e.exceptions:
+        while isinstance(e, getattr(builtins, "BaseExceptionGroup", ())) and e.exceptions:  # 3.11+
             e = e.exceptions[0]
         emit("error", step="connect", **error_fields(e))
         ok = False
@@ -221,7 +246,9 @@ def main(argv: list[str]) -> int:
     parser.add_argument("steps")
     ns = parser.parse_args(argv[:split])
     if (ns.url is None) == (split == len(argv)):
-        raise SystemExit("usage: official_client_2026.py [OPTIONS] STEPS_JSON (-- CMD [ARGS...] | --url URL)")
+        raise SystemExit(
+            "usage: official_client_2026.py [OPTIONS] STEPS_JSON (-- CMD [ARGS...] | --url URL)"
+        )
     return 0 if anyio.run(run, ns, json.loads(ns.steps), argv[split + 1 :]) else 1
 
 

@@ -50,7 +50,6 @@ warnings.simplefilter("ignore")
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from official_client import Tap, dump, now  # noqa: E402
 
-
 CALLBACKS: list[dict[str, Any]] = []
 
 
@@ -60,7 +59,11 @@ def build_callbacks(ns: argparse.Namespace) -> dict[str, Any]:
     roots = [types.Root(uri=u) for u in ns.roots.split(",") if u]
 
     async def list_roots(ctx: ClientRequestContext) -> types.ListRootsResult:
-        entry: dict[str, Any] = {"method": "roots/list", "request_id": ctx.request_id, "started": now()}
+        entry: dict[str, Any] = {
+            "method": "roots/list",
+            "request_id": ctx.request_id,
+            "started": now(),
+        }
         CALLBACKS.append(entry)
         try:
             await anyio.sleep(ns.callback_delay)
@@ -78,8 +81,13 @@ async def run_step(client: Client, step: dict[str, Any], tap: Tap) -> dict[str, 
     out: dict[str, Any] = {"op": op, "started_at": now()}
     try:
         if op == "wait_wire":
+
             def seen() -> int:
-                return sum(1 for w in tap.wire if w["dir"] == "<<" and w["msg"].get("method") == step["method"])
+                return sum(
+                    1
+                    for w in tap.wire
+                    if w["dir"] == "<<" and w["msg"].get("method") == step["method"]
+                )
 
             with anyio.fail_after(step.get("timeout", 5.0)):
                 while seen() < step["count"]:
@@ -94,7 +102,11 @@ async def run_step(client: Client, step: dict[str, Any], tap: Tap) -> dict[str, 
             async def on_progress(p: float, total: float | None, msg: str | None) -> None:
                 progress.append({"progress": p, "total": total, "message": msg})
 
-            result = await client.call_tool(step["name"], step.get("args", {}), progress_callback=on_progress if step.get("progress") else None)
+            result = await client.call_tool(
+                step["name"],
+                step.get("args", {}),
+                progress_callback=on_progress if step.get("progress") else None,
+            )
             out["result"] = dump(result)
             out["progress"] = progress
         elif op == "cancel":
@@ -109,7 +121,9 @@ async def run_step(client: Client, step: dict[str, Any], tap: Tap) -> dict[str, 
             async def call() -> None:
                 with scope:
                     try:
-                        r = await client.call_tool(step["name"], step.get("args", {}), progress_callback=on_first)
+                        r = await client.call_tool(
+                            step["name"], step.get("args", {}), progress_callback=on_first
+                        )
                         outcome["result"] = dump(r)
                     except MCPError as e:
                         outcome["error"] = {"code": e.code, "message": e.error.message}

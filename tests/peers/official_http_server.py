@@ -34,8 +34,12 @@ async def main() -> None:
 
     # host= drives the SDK's DNS-rebinding protection (a Host/Origin allow-list for
     # 127.0.0.1/localhost/[::1]); it binds nothing.
-    app = mcp.streamable_http_app(streamable_http_path=ns.path, json_response=ns.json_response, host=ns.host)
-    server = uvicorn.Server(uvicorn.Config(app, host=ns.host, port=ns.port, log_level="warning", lifespan="on"))
+    app = mcp.streamable_http_app(
+        streamable_http_path=ns.path, json_response=ns.json_response, host=ns.host
+    )
+    server = uvicorn.Server(
+        uvicorn.Config(app, host=ns.host, port=ns.port, log_level="warning", lifespan="on")
+    )
 
     async def announce() -> None:
         while not server.started:

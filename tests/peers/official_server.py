@@ -47,7 +47,9 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp.shared.message import ServerMessageMetadata
 from pydantic import BaseModel
 
-warnings.simplefilter("ignore")  # MCPDeprecationWarning for roots/sampling (deprecated at 2026-07-28)
+warnings.simplefilter(
+    "ignore"
+)  # MCPDeprecationWarning for roots/sampling (deprecated at 2026-07-28)
 
 EVENTS_FILE = os.environ.get("PEER_EVENTS_FILE")
 
@@ -95,7 +97,9 @@ async def slow(seconds: float, ctx: Context, steps: int = 10, tag: str = "") -> 
 
 
 def _roots_text(result: types.ListRootsResult) -> str:
-    return json.dumps([r.model_dump(mode="json", by_alias=True, exclude_none=True) for r in result.roots])
+    return json.dumps(
+        [r.model_dump(mode="json", by_alias=True, exclude_none=True) for r in result.roots]
+    )
 
 
 @mcp.tool()
@@ -122,7 +126,11 @@ async def ask_roots_timeout(timeout: float, ctx: Context) -> str:
 def _sampling_request(prompt: str) -> types.CreateMessageRequest:
     return types.CreateMessageRequest(
         params=types.CreateMessageRequestParams(
-            messages=[types.SamplingMessage(role="user", content=types.TextContent(type="text", text=prompt))],
+            messages=[
+                types.SamplingMessage(
+                    role="user", content=types.TextContent(type="text", text=prompt)
+                )
+            ],
             max_tokens=50,
         )
     )
@@ -190,12 +198,16 @@ NOTE_NAMES = ["alpha", "alps", "beta"]
 STYLES = ["plain", "pirate", "poetic", "formal"]
 
 
-@mcp.resource("peer://readme", name="readme", description="The peer's readme", mime_type="text/plain")
+@mcp.resource(
+    "peer://readme", name="readme", description="The peer's readme", mime_type="text/plain"
+)
 def readme() -> str:
     return "official readme"
 
 
-@mcp.resource("peer://notes/{name}", name="note", description="A note by name", mime_type="text/plain")
+@mcp.resource(
+    "peer://notes/{name}", name="note", description="A note by name", mime_type="text/plain"
+)
 def note(name: str) -> str:
     return f"note {name}"
 
@@ -209,7 +221,11 @@ def greet(name: str, style: str = "plain") -> str:
 async def complete(ref, argument, context):  # noqa: ANN001 - the SDK passes its own models
     if isinstance(ref, types.PromptReference) and ref.name == "greet" and argument.name == "style":
         return types.Completion(values=[s for s in STYLES if s.startswith(argument.value)])
-    if isinstance(ref, types.ResourceTemplateReference) and ref.uri == "peer://notes/{name}" and argument.name == "name":
+    if (
+        isinstance(ref, types.ResourceTemplateReference)
+        and ref.uri == "peer://notes/{name}"
+        and argument.name == "name"
+    ):
         return types.Completion(values=[n for n in NOTE_NAMES if n.startswith(argument.value)])
     return None
 

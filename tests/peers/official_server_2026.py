@@ -76,7 +76,11 @@ async def slow(seconds: float, tag: str = "") -> str:
     return f"slept {seconds}"
 
 
-NAME_SCHEMA: dict[str, Any] = {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}
+NAME_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {"name": {"type": "string"}},
+    "required": ["name"],
+}
 
 
 def _field(value: Any, name: str) -> Any:

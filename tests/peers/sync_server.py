@@ -167,7 +167,9 @@ def ask_elicit(message: str, ctx: Context) -> str:
 @server.tool()
 def ask_elicit_url(url: str, ctx: Context) -> str:
     """Send the user to a URL through the client (URL-mode elicitation); returns the action."""
-    result = ctx.session.elicit("Please open the page", url=url, elicitation_id="sync-1", timeout=10)
+    result = ctx.session.elicit(
+        "Please open the page", url=url, elicitation_id="sync-1", timeout=10
+    )
     return result.action
 
 
@@ -175,12 +177,16 @@ NOTE_NAMES = ["alpha", "alps", "beta"]
 STYLES = ["plain", "pirate", "poetic", "formal"]
 
 
-@server.resource("memo://readme", name="readme", description="The sync peer's readme", mime_type="text/plain")
+@server.resource(
+    "memo://readme", name="readme", description="The sync peer's readme", mime_type="text/plain"
+)
 def readme() -> str:
     return "sync readme"
 
 
-@server.resource("memo://notes/{name}", name="note", description="A memo by name", mime_type="text/plain")
+@server.resource(
+    "memo://notes/{name}", name="note", description="A memo by name", mime_type="text/plain"
+)
 def note(name: str) -> str:
     return f"memo {name}"
 

@@ -10,9 +10,10 @@ import json
 import queue
 import threading
 import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from types import SimpleNamespace
-from typing import Any, Callable, Iterator
+from typing import Any
 
 import pytest
 
@@ -20,7 +21,6 @@ from mcp_sync.endpoint import Endpoint
 from mcp_sync.errors import McpError
 from mcp_sync.jsonrpc import METHOD_NOT_FOUND, id_key
 from mcp_sync.transports.memory import MemoryTransport, memory_pair
-
 from support.messages import same_id
 from support.waiting import WAIT
 
@@ -91,13 +91,17 @@ class Recorder:
         return [
             m
             for m in self.messages()
-            if "method" not in m and ("result" in m or "error" in m) and same_id(m.get("id"), request_id)
+            if "method" not in m
+            and ("result" in m or "error" in m)
+            and same_id(m.get("id"), request_id)
         ]
 
     def cancels(self) -> list[dict]:
         return [m for m in self.messages() if m.get("method") == "notifications/cancelled"]
 
-    def wait_for(self, predicate: Callable[[list[dict]], bool], timeout: float = WAIT, what: str = "message") -> None:
+    def wait_for(
+        self, predicate: Callable[[list[dict]], bool], timeout: float = WAIT, what: str = "message"
+    ) -> None:
         end = time.monotonic() + timeout
         with self._cond:
             while not predicate([json.loads(line) for line in self.lines]):
@@ -139,7 +143,9 @@ class Blocker:
             while len(self.started) < count:
                 remaining = end - time.monotonic()
                 if remaining <= 0:
-                    pytest.fail(f"only {len(self.started)} of {count} handlers started within {timeout} s")
+                    pytest.fail(
+                        f"only {len(self.started)} of {count} handlers started within {timeout} s"
+                    )
                 self._cond.wait(remaining)
             return list(self.started)
 
@@ -267,7 +273,9 @@ def raw_server(
     server_t = Recorder(b)
     server = Endpoint(
         server_t,
-        request_handler=dispatcher(handlers or {}) if request_handler == "dispatch" else request_handler,
+        request_handler=dispatcher(handlers or {})
+        if request_handler == "dispatch"
+        else request_handler,
         max_workers=max_workers,
         inline_handlers=inline,
         name="server",
@@ -278,4 +286,3 @@ def raw_server(
     finally:
         server.close(grace=WAIT)
         a.close()
-

@@ -17,17 +17,16 @@ from __future__ import annotations
 import json
 import threading
 from collections import defaultdict
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import httpx
 
 from mcp_sync import Context, Server
 from mcp_sync.jsonrpc import id_key
-
 from support.messages import PROTOCOL_VERSION, initialize_request, notification
 from support.probes import GateProbe
 from support.waiting import WAIT
-
 
 ACCEPT_BOTH = "application/json, text/event-stream"
 
@@ -91,7 +90,8 @@ class Wire:
             return [
                 m
                 for _, m in self.pushed
-                if "method" not in m and ("result" in m or "error" in m)
+                if "method" not in m
+                and ("result" in m or "error" in m)
                 and m.get("id") is not None
                 and id_key(m["id"]) == id_key(request_id)
             ]
@@ -104,7 +104,11 @@ class Wire:
         counts: dict[Any, int] = defaultdict(int)
         with self._lock:
             for _, m in self.pushed:
-                if "method" not in m and ("result" in m or "error" in m) and m.get("id") is not None:
+                if (
+                    "method" not in m
+                    and ("result" in m or "error" in m)
+                    and m.get("id") is not None
+                ):
                     counts[id_key(m["id"])] += 1
         return counts
 
@@ -190,7 +194,9 @@ class RawSession:
         self.session_id: str | None = None
         self._streams: list[Sse] = []
 
-    def headers(self, *, accept: str = ACCEPT_BOTH, session: bool = True, **extra: str) -> dict[str, str]:
+    def headers(
+        self, *, accept: str = ACCEPT_BOTH, session: bool = True, **extra: str
+    ) -> dict[str, str]:
         headers = {"Accept": accept, "Content-Type": "application/json", **self.extra}
         if session and self.session_id is not None:
             headers["Mcp-Session-Id"] = self.session_id
@@ -198,15 +204,24 @@ class RawSession:
         headers.update(extra)
         return {k: v for k, v in headers.items() if v is not None}
 
-    def post(self, message: Any, *, headers: dict[str, str] | None = None, content: bytes | None = None) -> httpx.Response:
+    def post(
+        self, message: Any, *, headers: dict[str, str] | None = None, content: bytes | None = None
+    ) -> httpx.Response:
         """POST and read the whole answer (for 202, errors and JSON answers, and SSE answers
         that end by themselves)."""
         body = content if content is not None else json.dumps(message).encode()
-        return self.http.post(self.url, content=body, headers=headers if headers is not None else self.headers())
+        return self.http.post(
+            self.url, content=body, headers=headers if headers is not None else self.headers()
+        )
 
     def open(self, message: Any, *, headers: dict[str, str] | None = None) -> Sse:
         """POST a request and return its SSE answer as a stream (read it with :class:`Sse`)."""
-        req = self.http.build_request("POST", self.url, content=json.dumps(message).encode(), headers=headers or self.headers())
+        req = self.http.build_request(
+            "POST",
+            self.url,
+            content=json.dumps(message).encode(),
+            headers=headers or self.headers(),
+        )
         response = self.http.send(req, stream=True)
         assert response.status_code == 200, (response.status_code, response.read())
         assert response.headers["content-type"].startswith("text/event-stream")
@@ -214,13 +229,17 @@ class RawSession:
         self._streams.append(stream)
         return stream
 
-    def get(self, *, headers: dict[str, str] | None = None, last_event_id: str | None = None) -> httpx.Response:
+    def get(
+        self, *, headers: dict[str, str] | None = None, last_event_id: str | None = None
+    ) -> httpx.Response:
         """Open a GET stream (returns the streaming response; wrap it in :class:`Sse`)."""
         hdrs = headers or self.headers(accept="text/event-stream")
         hdrs.pop("Content-Type", None)
         if last_event_id is not None:
             hdrs["Last-Event-ID"] = last_event_id
-        response = self.http.send(self.http.build_request("GET", self.url, headers=hdrs), stream=True)
+        response = self.http.send(
+            self.http.build_request("GET", self.url, headers=hdrs), stream=True
+        )
         self._streams.append(Sse(response))
         return response
 

@@ -14,12 +14,12 @@ import os
 import subprocess
 import threading
 import time
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from support.paths import PEERS, PYTHON, ROOT
 from support.waiting import PEER_WAIT
-
 
 OFFICIAL_SERVER = [PYTHON, str(PEERS / "official_server.py")]
 OFFICIAL_CLIENT = [PYTHON, str(PEERS / "official_client.py")]
@@ -48,7 +48,9 @@ def wait_for_marker(path: Path, marker: str, timeout: float = PEER_WAIT) -> list
         if marker in lines:
             return lines
         if time.monotonic() >= deadline:
-            raise AssertionError(f"marker {marker!r} did not appear in {path} within {timeout} s; lines: {lines}")
+            raise AssertionError(
+                f"marker {marker!r} did not appear in {path} within {timeout} s; lines: {lines}"
+            )
         time.sleep(0.01)
 
 
@@ -75,8 +77,22 @@ class OfficialClientRun:
     does not finish in time is killed and fails the test.
     """
 
-    def __init__(self, args: Sequence[str], server: Sequence[str], *, env: dict[str, str], timeout: float = 45.0) -> None:
-        self.command = [*OFFICIAL_CLIENT, "--overall-timeout", str(timeout - 5), *args, "--", *server]
+    def __init__(
+        self,
+        args: Sequence[str],
+        server: Sequence[str],
+        *,
+        env: dict[str, str],
+        timeout: float = 45.0,
+    ) -> None:
+        self.command = [
+            *OFFICIAL_CLIENT,
+            "--overall-timeout",
+            str(timeout - 5),
+            *args,
+            "--",
+            *server,
+        ]
         self.timeout = timeout
         self.started = time.monotonic()
         self.process = subprocess.Popen(

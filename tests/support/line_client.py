@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import json
 import threading
-from typing import Any, Callable, Protocol
+from collections.abc import Callable
+from typing import Any, Protocol
 
 from support.waiting import WAIT
 
@@ -66,7 +67,11 @@ class LineClient:
 
     def _answer(self, request_id: Any) -> dict[str, Any] | None:
         for message in self.received:
-            if isinstance(message, dict) and "method" not in message and same_id(message.get("id"), request_id):
+            if (
+                isinstance(message, dict)
+                and "method" not in message
+                and same_id(message.get("id"), request_id)
+            ):
                 return message
         return None
 
@@ -74,18 +79,24 @@ class LineClient:
         """The answer to ``request_id``; fails if none comes within ``timeout``."""
         with self._cond:
             ok = self._cond.wait_for(lambda: self._answer(request_id) is not None, timeout)
-            assert ok, f"no answer to {request_id!r} within {timeout} s; received {self.received[-5:]}"
+            assert ok, (
+                f"no answer to {request_id!r} within {timeout} s; received {self.received[-5:]}"
+            )
             found = self._answer(request_id)
         assert found is not None
         return found
 
-    def wait_for(self, predicate: Callable[[list[Any]], Any], what: str, timeout: float = WAIT) -> None:
+    def wait_for(
+        self, predicate: Callable[[list[Any]], Any], what: str, timeout: float = WAIT
+    ) -> None:
         with self._cond:
             assert self._cond.wait_for(lambda: predicate(self.received), timeout), (
                 f"timed out after {timeout} s waiting for {what}; received {self.received[-5:]}"
             )
 
-    def about(self, request_id: Any, progress_token: Any = None, tag: str | None = None) -> list[Any]:
+    def about(
+        self, request_id: Any, progress_token: Any = None, tag: str | None = None
+    ) -> list[Any]:
         """Everything received about one request: its answers, progress for its token, log
         messages whose data names ``tag``."""
         out = []
@@ -96,7 +107,9 @@ class LineClient:
                 params = message.get("params") or {}
                 if "method" not in message and same_id(message.get("id"), request_id):
                     out.append(message)
-                elif message.get("method") == "notifications/progress" and progress_token is not None:
+                elif (
+                    message.get("method") == "notifications/progress" and progress_token is not None
+                ):
                     if same_id(params.get("progressToken"), progress_token):
                         out.append(message)
                 elif message.get("method") == "notifications/message" and tag is not None:

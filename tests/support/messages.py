@@ -3,7 +3,8 @@ out of a recorded wire (lists of decoded messages, anything that was not JSON in
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from pydantic import BaseModel
 
@@ -34,12 +35,18 @@ def initialize_request(request_id: Any = 0) -> dict[str, Any]:
     """The ``initialize`` request of a raw client asking for :data:`PROTOCOL_VERSION`."""
     return request(
         "initialize",
-        {"protocolVersion": PROTOCOL_VERSION, "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}},
+        {
+            "protocolVersion": PROTOCOL_VERSION,
+            "capabilities": {},
+            "clientInfo": {"name": "raw", "version": "0"},
+        },
         request_id,
     )
 
 
-def call_tool(name: str, arguments: dict[str, Any], request_id: Any, progress_token: Any = None) -> dict[str, Any]:
+def call_tool(
+    name: str, arguments: dict[str, Any], request_id: Any, progress_token: Any = None
+) -> dict[str, Any]:
     """A ``tools/call`` request (with a progress token in ``_meta`` when given)."""
     params: dict[str, Any] = {"name": name, "arguments": arguments}
     if progress_token is not None:
@@ -95,7 +102,9 @@ def cancelled_ids(messages: Sequence[Any]) -> list[Any]:
 def cancels_of(messages: Sequence[Any], request_id: Any) -> list[dict[str, Any]]:
     """The ``notifications/cancelled`` for ``request_id`` among ``messages``."""
     return [
-        m for m in notifications(messages, "notifications/cancelled") if (m.get("params") or {}).get("requestId") == request_id
+        m
+        for m in notifications(messages, "notifications/cancelled")
+        if (m.get("params") or {}).get("requestId") == request_id
     ]
 
 
@@ -104,5 +113,7 @@ def as_wire(models: Any) -> Any:
     checking that they are models: the typed API never hands out raw dicts."""
     if isinstance(models, list):
         return [as_wire(m) for m in models]
-    assert isinstance(models, BaseModel), f"expected an mcp_types model, got {type(models).__name__}"
+    assert isinstance(models, BaseModel), (
+        f"expected an mcp_types model, got {type(models).__name__}"
+    )
     return model_to_wire(models, result=True)

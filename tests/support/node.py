@@ -16,7 +16,6 @@ import pytest
 
 from support.paths import TESTS
 
-
 NODE_DIR = TESTS / "node"
 NODE_MODULES = NODE_DIR / "node_modules"
 INSTALL = "cd tests/node && npm ci"
@@ -41,19 +40,29 @@ def node_package(name: str) -> Path:
     if not NODE_MODULES.is_dir():
         _missing(f"{NODE_MODULES} is absent")
     path = NODE_MODULES / name
-    assert (path / "package.json").is_file(), f"{name} is not in {NODE_MODULES}: the lock file and node_modules disagree; rerun `{INSTALL}`"
+    assert (path / "package.json").is_file(), (
+        f"{name} is not in {NODE_MODULES}: the lock file and node_modules disagree; rerun `{INSTALL}`"
+    )
     node()
     return path
 
 
 def server_everything() -> list[str]:
     """The command of ``@modelcontextprotocol/server-everything`` over stdio."""
-    return [node(), str(node_package("@modelcontextprotocol/server-everything") / "dist" / "index.js"), "stdio"]
+    return [
+        node(),
+        str(node_package("@modelcontextprotocol/server-everything") / "dist" / "index.js"),
+        "stdio",
+    ]
 
 
 def server_filesystem(root: Path) -> list[str]:
     """The command of ``@modelcontextprotocol/server-filesystem`` serving ``root``."""
-    return [node(), str(node_package("@modelcontextprotocol/server-filesystem") / "dist" / "index.js"), str(root)]
+    return [
+        node(),
+        str(node_package("@modelcontextprotocol/server-filesystem") / "dist" / "index.js"),
+        str(root),
+    ]
 
 
 def node22() -> str:

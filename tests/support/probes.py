@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import threading
 from collections import defaultdict
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from mcp_sync import Context
-
 from support.waiting import WAIT
 
 
@@ -116,5 +116,7 @@ class ObservedCancels:
     def wait_for(self, count: int) -> list[tuple[Any, Any, str]]:
         """Wait (bounded) until ``count`` cancellations were seen; all of them so far."""
         with self.changed:
-            assert self.changed.wait_for(lambda: len(self.seen) >= count, WAIT), f"saw only {self.seen}"
+            assert self.changed.wait_for(lambda: len(self.seen) >= count, WAIT), (
+                f"saw only {self.seen}"
+            )
             return list(self.seen)

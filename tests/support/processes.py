@@ -14,9 +14,10 @@ import signal
 import subprocess
 import threading
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Sequence
+from typing import IO
 
 from support.paths import ROOT
 
@@ -46,7 +47,14 @@ class Finished:
 class Proc:
     """A running program whose output is read line by line with deadlines."""
 
-    def __init__(self, argv: Sequence[str], *, env: dict[str, str] | None = None, cwd: Path | None = None, stdin: bool = False) -> None:
+    def __init__(
+        self,
+        argv: Sequence[str],
+        *,
+        env: dict[str, str] | None = None,
+        cwd: Path | None = None,
+        stdin: bool = False,
+    ) -> None:
         self.argv = list(argv)
         self.started = time.monotonic()
         self.popen = subprocess.Popen(
@@ -61,7 +69,12 @@ class Proc:
         self._changed = threading.Condition()
         self._lines: dict[str, list[str]] = {"stdout": [], "stderr": []}
         self._pumps = [
-            threading.Thread(target=self._pump, args=(name, stream), name=f"pump-{name}-{self.popen.pid}", daemon=True)
+            threading.Thread(
+                target=self._pump,
+                args=(name, stream),
+                name=f"pump-{name}-{self.popen.pid}",
+                daemon=True,
+            )
             for name, stream in (("stdout", self.popen.stdout), ("stderr", self.popen.stderr))
         ]
         for pump in self._pumps:
@@ -88,11 +101,15 @@ class Proc:
                     if fragment in line:
                         return line
                 left = end - time.monotonic()
-                if left <= 0 or (self.popen.poll() is not None and not any(p.is_alive() for p in self._pumps)):
+                if left <= 0 or (
+                    self.popen.poll() is not None and not any(p.is_alive() for p in self._pumps)
+                ):
                     break
                 self._changed.wait(min(left, 0.1))
         self.kill()
-        raise AssertionError(f"no {name} line containing {fragment!r} within {timeout} s\n{self.finish(5).describe()}")
+        raise AssertionError(
+            f"no {name} line containing {fragment!r} within {timeout} s\n{self.finish(5).describe()}"
+        )
 
     def line_at(self, name: str, index: int, timeout: float) -> str:
         """Wait (at most ``timeout`` s) for line number ``index`` (from 0) of ``name``."""
@@ -106,7 +123,9 @@ class Proc:
             else:
                 return self._lines[name][index]
         self.kill()
-        raise AssertionError(f"no {name} line {index} within {timeout} s\n{self.finish(5).describe()}")
+        raise AssertionError(
+            f"no {name} line {index} within {timeout} s\n{self.finish(5).describe()}"
+        )
 
     def write_line(self, data: bytes) -> None:
         assert self.popen.stdin is not None
@@ -145,7 +164,9 @@ class Proc:
             if pump.is_alive():  # a grandchild still holds the pipe: kill the whole session
                 self.kill()
                 pump.join(5)
-        return Finished(code, self.text("stdout"), self.text("stderr"), time.monotonic() - self.started)
+        return Finished(
+            code, self.text("stdout"), self.text("stderr"), time.monotonic() - self.started
+        )
 
     def __enter__(self) -> Proc:
         return self

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import json
 import threading
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from support.messages import requests
 from support.waiting import PEER_WAIT, WAIT
@@ -52,7 +53,9 @@ class RecordingTransport:
     def close(self) -> None:
         self.inner.close()
 
-    def wait_for(self, predicate: Callable[[RecordingTransport], Any], what: str, timeout: float = WAIT) -> Any:
+    def wait_for(
+        self, predicate: Callable[[RecordingTransport], Any], what: str, timeout: float = WAIT
+    ) -> Any:
         """Wait until ``predicate(self)`` is truthy and return its value; fail with the wire."""
         box: list[Any] = []
 
@@ -64,7 +67,9 @@ class RecordingTransport:
 
         with self._cond:
             ok = self._cond.wait_for(check, timeout)
-        assert ok, f"timed out after {timeout} s waiting for {what}; sent={self.sent!r} received={self.received!r}"
+        assert ok, (
+            f"timed out after {timeout} s waiting for {what}; sent={self.sent!r} received={self.received!r}"
+        )
         return box[-1]
 
     def snapshot(self) -> tuple[list[Any], list[Any]]:
@@ -75,7 +80,12 @@ class RecordingTransport:
 class WireRecorder(RecordingTransport):
     """Wraps a transport; records decoded messages: ``sent`` (by us) and ``received``."""
 
-    def wait_for(self, predicate: Callable[[list[Any], list[Any]], Any], what: str, timeout: float = PEER_WAIT) -> Any:  # type: ignore[override]
+    def wait_for(
+        self,
+        predicate: Callable[[list[Any], list[Any]], Any],
+        what: str,
+        timeout: float = PEER_WAIT,
+    ) -> Any:  # type: ignore[override]
         """Wait until ``predicate(sent, received)`` holds; fail with the wire if it does not."""
         return super().wait_for(lambda wire: predicate(wire.sent, wire.received), what, timeout)
 

@@ -15,12 +15,12 @@ the cancelled request could have produced would already be on the wire, in order
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator
+from typing import Any
 
 from mcp_sync import Client, Context, Endpoint, McpError, Server, ServerHandle, memory_pair
-
 from support.recording import RecordingTransport
 from support.waiting import WAIT, wait_until
 
@@ -44,7 +44,9 @@ class Connection:
 
 
 @contextmanager
-def _served(server: Server, server_workers: int | None, record_client: bool, client_options: dict[str, Any]) -> Iterator[tuple[Client, ServerHandle, RecordingTransport, RecordingTransport | None]]:
+def _served(
+    server: Server, server_workers: int | None, record_client: bool, client_options: dict[str, Any]
+) -> Iterator[tuple[Client, ServerHandle, RecordingTransport, RecordingTransport | None]]:
     """Serve ``server`` over a memory pair; yield ``(client, handle, server_wire, client_wire)``
     (``client_wire`` only with ``record_client``); close both after."""
     client_end, server_end = memory_pair()
@@ -68,7 +70,9 @@ def _served(server: Server, server_workers: int | None, record_client: bool, cli
 
 
 @contextmanager
-def connected(server: Server, *, server_workers: int | None = None, **client_options: Any) -> Iterator[Connection]:
+def connected(
+    server: Server, *, server_workers: int | None = None, **client_options: Any
+) -> Iterator[Connection]:
     """Serve ``server`` over a memory pair and yield a connected client; close both after."""
     with _served(server, server_workers, False, client_options) as (client, handle, wire, _):
         yield Connection(client, handle, wire)
@@ -88,7 +92,9 @@ class FakeServer:
     everything else -32601). Runs on the endpoint's workers, gets the request's token.
     """
 
-    def __init__(self, handler: Callable[[Any], Any] | None = None, init_result: dict[str, Any] | None = None) -> None:
+    def __init__(
+        self, handler: Callable[[Any], Any] | None = None, init_result: dict[str, Any] | None = None
+    ) -> None:
         self.client_transport, server_side = memory_pair()
         self.wire = RecordingTransport(server_side)
         self.init_result = dict(INIT_RESULT if init_result is None else init_result)
@@ -117,7 +123,9 @@ class FakeServer:
         self.close()
 
 
-def holding_server(name: str, release: threading.Event | None = None, **options: Any) -> tuple[Server, threading.Event]:
+def holding_server(
+    name: str, release: threading.Event | None = None, **options: Any
+) -> tuple[Server, threading.Event]:
     """A server whose ``hold`` tool sets the returned event when it starts, then waits (bounded)
     for ``release`` -- or, without one, for its own cancellation."""
     server = Server(name, **options)
@@ -150,9 +158,16 @@ class Pair:
 
 
 @contextmanager
-def pair(server: Server, *, server_workers: int | None = None, **client_options: Any) -> Iterator[Pair]:
+def pair(
+    server: Server, *, server_workers: int | None = None, **client_options: Any
+) -> Iterator[Pair]:
     """Serve ``server`` over an in-memory pair and yield a connected client recording both
     ends; close both after."""
-    with _served(server, server_workers, True, client_options) as (client, handle, server_wire, client_wire):
+    with _served(server, server_workers, True, client_options) as (
+        client,
+        handle,
+        server_wire,
+        client_wire,
+    ):
         assert client_wire is not None
         yield Pair(client, handle, server_wire, client_wire)

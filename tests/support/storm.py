@@ -23,8 +23,9 @@ from __future__ import annotations
 
 import random
 from collections import Counter, defaultdict
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import Any
 
 LEGACY = "2025-11-25"
 MODERN = "2026-07-28"
@@ -43,7 +44,11 @@ LOG_LEVEL_KEY = "io.modelcontextprotocol/logLevel"
 CANCEL_ENVELOPE = {k: v for k, v in ENVELOPE.items() if k != LOG_LEVEL_KEY}
 """What the TypeScript client puts in its cancellations' ``_meta``."""
 
-INIT_PARAMS = {"protocolVersion": LEGACY, "capabilities": {}, "clientInfo": {"name": "storm", "version": "0"}}
+INIT_PARAMS = {
+    "protocolVersion": LEGACY,
+    "capabilities": {},
+    "clientInfo": {"name": "storm", "version": "0"},
+}
 
 STEP_KINDS = ("progress", "log", "spin", "pause")
 
@@ -62,7 +67,10 @@ def stamp(params: dict[str, Any], era: str, log_level: str | None = "debug") -> 
 
 
 def work_params(plan: CallPlan) -> dict[str, Any]:
-    return {"name": "work", "arguments": {"tag": plan.tag, "steps": plan.steps, "honour": plan.honour}}
+    return {
+        "name": "work",
+        "arguments": {"tag": plan.tag, "steps": plan.steps, "honour": plan.honour},
+    }
 
 
 @dataclass
@@ -95,12 +103,22 @@ class CallPlan:
         return f"storm cancels {self.tag}"
 
 
-def make_plans(rng: random.Random, count: int, prefix: str = "c", *, timeouts: bool = False) -> list[CallPlan]:
+def make_plans(
+    rng: random.Random, count: int, prefix: str = "c", *, timeouts: bool = False
+) -> list[CallPlan]:
     """``count`` random calls: random steps (some handlers ignore their token), about a
     third never cancelled, the rest cancelled at every kind of moment (with ``timeouts``,
     some by the client's own short timeout)."""
     plans = []
-    moments = ["never", "at once", "later", "on progress", "after answer", "answer crossing", "timeout"]
+    moments = [
+        "never",
+        "at once",
+        "later",
+        "on progress",
+        "after answer",
+        "answer crossing",
+        "timeout",
+    ]
     for n in range(count):
         steps = [rng.choice(STEP_KINDS) for _ in range(rng.randrange(0, 9))]
         cancel_at = rng.choices(moments, weights=[30, 15, 30, 15, 5, 5, 10 if timeouts else 0])[0]
@@ -111,8 +129,12 @@ def make_plans(rng: random.Random, count: int, prefix: str = "c", *, timeouts: b
             at = rng.randrange(len(steps) + 1)
             steps[at:at] = ["progress", "hold"]
         timeout = rng.choice([0.0005, 0.001, 0.002, 0.004]) if cancel_at == "timeout" else None
-        plan = CallPlan(f"{prefix}{n}", steps, honour, cancel_at, delay=rng.randrange(0, 3000), timeout=timeout)
-        plan.log_level = rng.choices(["debug", "info", "warning", None], weights=[60, 15, 15, 10])[0]
+        plan = CallPlan(
+            f"{prefix}{n}", steps, honour, cancel_at, delay=rng.randrange(0, 3000), timeout=timeout
+        )
+        plan.log_level = rng.choices(["debug", "info", "warning", None], weights=[60, 15, 15, 10])[
+            0
+        ]
         plans.append(plan)
     return plans
 
@@ -134,7 +156,12 @@ class Verdict:
 
     def check_mix(self) -> None:
         """The storm really raced: every kind of ending happened."""
-        for kind in ("answered", "cancel won while running", "cancel won while queued", "cancel lost"):
+        for kind in (
+            "answered",
+            "cancel won while running",
+            "cancel won while queued",
+            "cancel lost",
+        ):
             assert self.counts[kind] > 0, f"no request ended as {kind!r}: {dict(self.counts)}"
         assert self.counts["withheld after cancel"] > 0, dict(self.counts)
 
@@ -142,7 +169,9 @@ class Verdict:
 def check_era(received: list[Any], era: str) -> None:
     """Every result the server wrote is of ``era``: ``resultType`` on each at 2026-07-28, on
     none at 2025-11-25 (so the storm really ran in the era it names)."""
-    results = [m["result"] for m in received if isinstance(m, dict) and isinstance(m.get("result"), dict)]
+    results = [
+        m["result"] for m in received if isinstance(m, dict) and isinstance(m.get("result"), dict)
+    ]
     assert results, "no result on the wire"
     typed = [r for r in results if "resultType" in r]
     if era == MODERN:
@@ -172,7 +201,9 @@ def _answer_after_cancel(
     if first is None:
         return None
     later = [
-        answer_at.get(_key(m["id"])) for m in sent[first + 1 :] if isinstance(m, dict) and "method" in m and "id" in m
+        answer_at.get(_key(m["id"]))
+        for m in sent[first + 1 :]
+        if isinstance(m, dict) and "method" in m and "id" in m
     ]
     positions = [p for p in later if p is not None]
     return min(positions) if positions else None
@@ -209,7 +240,9 @@ def judge(
     last_about: dict[str, int] = {}
     answer_at: dict[tuple[type, Any], int] = {}
     for position, message in enumerate(received):
-        assert isinstance(message, dict), f"the server wrote a line that is not a JSON object: {message!r}"
+        assert isinstance(message, dict), (
+            f"the server wrote a line that is not a JSON object: {message!r}"
+        )
         assert message.get("jsonrpc") == "2.0", message
         if "method" in message:
             assert "id" not in message, f"the server sent a request: {message}"
@@ -221,7 +254,9 @@ def judge(
                 last_about[plan.tag] = position
             elif method == "notifications/message":
                 data = params.get("data")
-                assert isinstance(data, dict) and data.get("storm") in by_tag, f"a log message of no call: {message}"
+                assert isinstance(data, dict) and data.get("storm") in by_tag, (
+                    f"a log message of no call: {message}"
+                )
                 logs[data["storm"]] += 1
                 last_about[data["storm"]] = position
             else:
@@ -232,7 +267,9 @@ def judge(
         if key in others:
             continue
         plan = by_id.get(key)
-        assert plan is not None, f"an answer to no request of ours (a cancellation answered?): {message}"
+        assert plan is not None, (
+            f"an answer to no request of ours (a cancellation answered?): {message}"
+        )
         responses[plan.tag].append(message)
         last_about[plan.tag] = position
 
@@ -255,12 +292,18 @@ def judge(
         if cancels:
             assert plan.cancels_sent, f"{where}: its token fired but the client never cancelled it"
         holds = [e for e in mine if e["kind"] == "hold"]
-        assert all(e["cancelled"] for e in holds), f"{where}: held for a cancellation that never came: {mine}"
+        assert all(e["cancelled"] for e in holds), (
+            f"{where}: held for a cancellation that never came: {mine}"
+        )
         # at 2026 a call gets log messages only at the level it asked for (info is logged)
         logs_wanted = era != MODERN or plan.log_level in ("debug", "info")
         unwanted = [e for e in mine if e["kind"] == "log" and not logs_wanted]
-        assert not any(e["sent"] for e in unwanted), f"{where}: a log message it did not ask for was written"
-        reports = [e for e in mine if e["kind"] == "progress" or (e["kind"] == "log" and logs_wanted)]
+        assert not any(e["sent"] for e in unwanted), (
+            f"{where}: a log message it did not ask for was written"
+        )
+        reports = [
+            e for e in mine if e["kind"] == "progress" or (e["kind"] == "log" and logs_wanted)
+        ]
         sent_progress = sum(1 for e in reports if e["kind"] == "progress" and e["sent"])
         sent_logs = sum(1 for e in reports if e["kind"] == "log" and e["sent"])
         assert progress[plan.tag] == sent_progress, (
@@ -294,9 +337,13 @@ def judge(
             counts["withheld after cancel"] += sum(1 for e in reports if not e["sent"])
             counts["cancel won while running"] += 1
             continue
-        assert all(e["sent"] for e in reports), f"{where}: a notification of a running request was withheld: {reports}"
+        assert all(e["sent"] for e in reports), (
+            f"{where}: a notification of a running request was withheld: {reports}"
+        )
         (answer,) = answered
         assert "result" in answer, f"{where}: answered with an error: {answer}"
-        assert answer["result"].get("structuredContent") == {"tag": plan.tag}, f"{where}: got another result: {answer}"
+        assert answer["result"].get("structuredContent") == {"tag": plan.tag}, (
+            f"{where}: got another result: {answer}"
+        )
         counts["cancel lost" if plan.cancels_sent else "answered"] += 1
     return verdict

@@ -33,7 +33,11 @@ def blocked_in(thread: threading.Thread, function: str) -> bool:
 
 def wait_until_blocked_in(thread: threading.Thread, function: str, timeout: float = WAIT) -> None:
     """Wait until ``thread`` is blocked (waiting) inside ``function``."""
-    wait_until(lambda: blocked_in(thread, function), f"{thread.name} to block inside {function}()", timeout=timeout)
+    wait_until(
+        lambda: blocked_in(thread, function),
+        f"{thread.name} to block inside {function}()",
+        timeout=timeout,
+    )
 
 
 def new_threads(before: set[threading.Thread]) -> list[threading.Thread]:

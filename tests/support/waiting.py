@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Callable
+from collections.abc import Callable
 
 WAIT = 5.0
 """Default bound of every wait in the tests."""
