@@ -626,7 +626,8 @@ def test_a_server_that_answers_with_json_stalls_no_other_call(probe, serve):
         ("", None),
         ("²", None),
         ("١٢", None),
-        ("１", None)("-1", None),  # noqa: RUF001 - a fullwidth digit, on purpose,
+        ("１", None),  # noqa: RUF001 - a fullwidth digit, on purpose
+        ("-1", None),
         ("1.5", None),
         (" 3", None),
     ],
