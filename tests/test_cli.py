@@ -150,7 +150,9 @@ def test_call_prints_the_result_and_plain_progress_lines_when_stderr_is_not_a_te
     elapsed = [float(m.group(4)) for m in parsed if m]
     assert steps[0] == 1 and steps[-1] == 30 and steps == sorted(steps), result.describe()
     assert len(lines) < 30 / 2, f"one line per notification: not throttled\n{result.describe()}"
-    spacing = [b - a for a, b in itertools.pairwise(elapsed[:-1])]  # the last line is printed at the end
+    spacing = [
+        b - a for a, b in itertools.pairwise(elapsed[:-1])
+    ]  # the last line is printed at the end
     assert all(gap >= 0.9 for gap in spacing), (
         f"lines less than a second apart\n{result.describe()}"
     )
