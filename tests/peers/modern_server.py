@@ -19,19 +19,15 @@ Resources: mem://greeting (text), template mem://items/{name}. Prompt: greet(nam
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
 
+import peer_events
+
 from mcp_sync import Context, Server
 
-EVENTS_FILE = os.environ.get("PEER_EVENTS_FILE")
-
-
-def event(line: str) -> None:
-    print(line, file=sys.stderr, flush=True)
-    if EVENTS_FILE:
-        with open(EVENTS_FILE, "a", encoding="utf-8") as f:
-            f.write(line + "\n")
+event = functools.partial(peer_events.event, echo=True)  # markers also go to stderr
 
 
 workers = int(sys.argv[sys.argv.index("--workers") + 1]) if "--workers" in sys.argv else 4

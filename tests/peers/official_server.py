@@ -45,23 +45,12 @@ import anyio
 import mcp_types as types
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.shared.message import ServerMessageMetadata
+from peer_events import event
 from pydantic import BaseModel
 
 warnings.simplefilter(
     "ignore"
 )  # MCPDeprecationWarning for roots/sampling (deprecated at 2026-07-28)
-
-EVENTS_FILE = os.environ.get("PEER_EVENTS_FILE")
-
-
-def event(*parts: str) -> None:
-    if not EVENTS_FILE:
-        return
-    line = " ".join(p for p in parts if p)
-    with open(EVENTS_FILE, "a", encoding="utf-8") as f:
-        f.write(line + "\n")
-        f.flush()
-        os.fsync(f.fileno())
 
 
 mcp = MCPServer("official-stdio-peer", version="2.3.0-peer", log_level="WARNING")

@@ -28,6 +28,7 @@ Tools:
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
 import warnings
@@ -35,22 +36,12 @@ from typing import Any
 
 import anyio
 import mcp_types as types
+import peer_events
 from mcp.server.mcpserver import Context, MCPServer
 
 warnings.simplefilter("ignore")
 
-EVENTS_FILE = os.environ.get("PEER_EVENTS_FILE")
-
-
-def event(*parts: str) -> None:
-    line = " ".join(p for p in parts if p)
-    print(line, file=sys.stderr, flush=True)
-    if not EVENTS_FILE:
-        return
-    with open(EVENTS_FILE, "a", encoding="utf-8") as f:
-        f.write(line + "\n")
-        f.flush()
-        os.fsync(f.fileno())
+event = functools.partial(peer_events.event, echo=True)  # markers also go to stderr
 
 
 mcp = MCPServer("official-peer-2026", version="2.3.0-peer", log_level="WARNING")

@@ -40,21 +40,10 @@ import threading
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
+from peer_events import event  # noqa: E402
+
 from mcp_sync import Context, RequestTimeout, Server  # noqa: E402
 from mcp_sync.wire import model_to_wire  # noqa: E402
-
-EVENTS_FILE = os.environ.get("PEER_EVENTS_FILE")
-
-
-def event(*parts: str) -> None:
-    if not EVENTS_FILE:
-        return
-    line = " ".join(p for p in parts if p)
-    with open(EVENTS_FILE, "a", encoding="utf-8") as f:
-        f.write(line + "\n")
-        f.flush()
-        os.fsync(f.fileno())
-
 
 server = Server("mcp-sync-peer", version="0.1.0-peer")
 

@@ -37,18 +37,13 @@ from typing import Any
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
+from peer_events import event  # noqa: E402
+
 from mcp_sync import Context, Server  # noqa: E402
 from mcp_sync.transports.stdio import StdioTransport, claim_stdout  # noqa: E402
 
-EVENTS_FILE = os.environ.get("PEER_EVENTS_FILE")
 WIRE_FILE = os.environ.get("PEER_WIRE_FILE")
 NAME_SCHEMA = {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}
-
-
-def event(line: str) -> None:
-    if EVENTS_FILE:
-        with open(EVENTS_FILE, "a", encoding="utf-8") as f:
-            f.write(line + "\n")
 
 
 class WireTap:
