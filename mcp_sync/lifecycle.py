@@ -54,7 +54,11 @@ __all__ = [
     "CLIENT_CAPABILITIES_KEY",
     "CLIENT_INFO_KEY",
     "LOG_LEVEL_KEY",
+    "SERVER_INFO_KEY",
+    "SUBSCRIPTION_ID_KEY",
     "DISCOVER_METHOD",
+    "LISTEN_METHOD",
+    "ACKNOWLEDGED_METHOD",
     "REMOVED_AT_MODERN",
     "ALWAYS_ALLOWED",
     "MODERN_ERROR_CODES",
@@ -96,8 +100,21 @@ CLIENT_INFO_KEY = "io.modelcontextprotocol/clientInfo"
 LOG_LEVEL_KEY = "io.modelcontextprotocol/logLevel"
 """``params._meta`` key of a modern request: the least severe log level it wants (optional)."""
 
+SERVER_INFO_KEY = "io.modelcontextprotocol/serverInfo"
+"""``result._meta`` key of a modern result: the server's ``Implementation`` (name, version)."""
+
+SUBSCRIPTION_ID_KEY = "io.modelcontextprotocol/subscriptionId"
+"""``_meta`` key naming the ``subscriptions/listen`` stream a notification (or the closing
+result) belongs to: the listen request's id."""
+
 DISCOVER_METHOD = "server/discover"
 """The modern-era request that asks a server what it serves; it never pins the era."""
+
+LISTEN_METHOD = "subscriptions/listen"
+"""The modern-era request that opens a notification stream."""
+
+ACKNOWLEDGED_METHOD = "notifications/subscriptions/acknowledged"
+"""The first message on a listen stream: the notification types the server agreed to send."""
 
 REMOVED_AT_MODERN = frozenset(
     {

@@ -30,14 +30,12 @@ from typing_extensions import Self
 from ._waiting import wait_sliced
 from .errors import Cancelled, ConnectionClosed, McpError, RequestTimeout, WaitTimeout
 from .jsonrpc import Notification, RequestId
+from .lifecycle import ACKNOWLEDGED_METHOD, LISTEN_METHOD, SUBSCRIPTION_ID_KEY
 
 if TYPE_CHECKING:  # pragma: no cover
     from .endpoint import Endpoint, PendingCall
 
 __all__ = [
-    "LISTEN_METHOD",
-    "ACKNOWLEDGED_METHOD",
-    "SUBSCRIPTION_ID_KEY",
     "DEFAULT_MAX_PENDING",
     "ListenEvent",
     "Subscription",
@@ -45,9 +43,6 @@ __all__ = [
     "listen_params",
 ]
 
-LISTEN_METHOD = "subscriptions/listen"
-ACKNOWLEDGED_METHOD = "notifications/subscriptions/acknowledged"
-SUBSCRIPTION_ID_KEY = "io.modelcontextprotocol/subscriptionId"
 
 DEFAULT_MAX_PENDING = 1024
 """Default bound of the notifications an iterated :class:`Subscription` keeps unread; when

@@ -27,11 +27,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from .lifecycle import HANDSHAKE_VERSIONS, LATEST_MODERN_VERSION, MODERN_VERSIONS
+from .lifecycle import HANDSHAKE_VERSIONS, LATEST_MODERN_VERSION, MODERN_VERSIONS, SERVER_INFO_KEY
 
 __all__ = [
     "DISCOVER_TIMEOUT",
-    "SERVER_INFO_KEY",
     "ProtocolChoice",
     "DiscoveredServer",
     "parse_protocol",
@@ -41,9 +40,6 @@ __all__ = [
 DISCOVER_TIMEOUT = 10.0
 """Default longest wait, in seconds, for the answer to the ``server/discover`` probe
 (``discover_timeout``); past it the server is taken for an older one."""
-
-SERVER_INFO_KEY = "io.modelcontextprotocol/serverInfo"
-"""``_meta`` key of a 2026-07-28 result: the server's name and version."""
 
 
 @dataclass(frozen=True)

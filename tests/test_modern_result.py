@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from mcp_sync import Server
+from mcp_sync.lifecycle import SERVER_INFO_KEY
 from mcp_sync.server.modern_result import (
     CACHEABLE_METHODS,
-    SERVER_INFO_KEY,
     CacheHints,
     stamp_modern_result,
 )

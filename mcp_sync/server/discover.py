@@ -14,9 +14,8 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ..cancel import CancelToken
-from ..lifecycle import SUPPORTED_VERSIONS
+from ..lifecycle import LISTEN_METHOD, SUPPORTED_VERSIONS
 from ..protocol import InboundRequest
-from .subscriptions import LISTEN_METHOD
 
 if TYPE_CHECKING:  # pragma: no cover
     from .dispatch import ServerSession

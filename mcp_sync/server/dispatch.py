@@ -22,7 +22,7 @@ from ..cancel import CancelToken
 from ..endpoint import Endpoint
 from ..errors import CapabilityError, McpError
 from ..jsonrpc import INVALID_PARAMS, METHOD_NOT_FOUND, RESOURCE_NOT_FOUND, Notification, RequestId
-from ..lifecycle import LOG_LEVEL_KEY, Admission, Era, Lifecycle, Role
+from ..lifecycle import LISTEN_METHOD, LOG_LEVEL_KEY, Admission, Era, Lifecycle, Role
 from ..protocol import InboundRequest
 from ..results import SERVER_REQUEST_RESULTS, parser_for
 from ..session import LOG_LEVELS, Session
@@ -33,7 +33,6 @@ from .client_requests import create_message_params, elicit_params
 from .modern_result import stamp_modern_result
 from .registry import MethodHandler
 from .scope import NO_REQUESTS_AT_MODERN, RequestScope
-from .subscriptions import LISTEN_METHOD
 
 if TYPE_CHECKING:  # pragma: no cover
     import mcp_types

@@ -15,17 +15,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from ..lifecycle import SERVER_INFO_KEY
+
 __all__ = [
     "CACHEABLE_METHODS",
-    "SERVER_INFO_KEY",
     "RESULT_COMPLETE",
     "CacheHints",
     "CacheScope",
     "stamp_modern_result",
 ]
-
-SERVER_INFO_KEY = "io.modelcontextprotocol/serverInfo"
-"""``result._meta`` key of the server's ``Implementation`` (``name``, ``version``)."""
 
 RESULT_COMPLETE = "complete"
 """The ``resultType`` of a final result."""

@@ -47,6 +47,7 @@ from ..cancel import CancelToken
 from ..endpoint import ANSWER_LATER
 from ..errors import McpError
 from ..jsonrpc import INTERNAL_ERROR, INVALID_PARAMS, RequestId
+from ..lifecycle import ACKNOWLEDGED_METHOD, SUBSCRIPTION_ID_KEY
 from ..protocol import InboundRequest
 from .bus import BusMessage, MessageBus, Subscription
 
@@ -54,9 +55,6 @@ if TYPE_CHECKING:  # pragma: no cover
     from .dispatch import ServerSession
 
 __all__ = [
-    "LISTEN_METHOD",
-    "ACKNOWLEDGED_METHOD",
-    "SUBSCRIPTION_ID_KEY",
     "DEFAULT_MAX_PER_CONNECTION",
     "DEFAULT_MAX_TOTAL",
     "ListenFilter",
@@ -66,10 +64,6 @@ __all__ = [
 
 _log = logging.getLogger("mcp_sync.server")
 
-LISTEN_METHOD = "subscriptions/listen"
-ACKNOWLEDGED_METHOD = "notifications/subscriptions/acknowledged"
-SUBSCRIPTION_ID_KEY = "io.modelcontextprotocol/subscriptionId"
-"""The ``_meta`` key naming the stream a notification (or the closing result) belongs to."""
 
 DEFAULT_MAX_PER_CONNECTION = 16
 """Default bound of open ``subscriptions/listen`` streams on one connection."""
