@@ -7,10 +7,11 @@ delay ``KeyboardInterrupt`` until it returns; :func:`wait_sliced` waits in slice
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable
 
-__all__ = ["WAIT_SLICE", "wait_sliced"]
+__all__ = ["WAIT_SLICE", "wait_sliced", "wait_for_condition"]
 
 WAIT_SLICE = 0.1
 """Longest single blocking wait, in seconds, so that signals (Ctrl-C) are seen promptly."""
@@ -33,3 +34,17 @@ def wait_sliced(
         if wait(slice_):
             return True
     return True
+
+
+def wait_for_condition(
+    cond: threading.Condition, predicate: Callable[[], bool], timeout: float | None
+) -> bool:
+    """:func:`wait_sliced` on a condition variable: block until ``predicate()`` (read under
+    ``cond``'s lock by :meth:`~threading.Condition.wait_for`) is true or ``timeout`` passes;
+    return ``predicate()``. The caller must not hold ``cond``'s lock."""
+
+    def wait(seconds: float) -> bool:
+        with cond:
+            return cond.wait_for(predicate, seconds)
+
+    return wait_sliced(predicate, wait, timeout)

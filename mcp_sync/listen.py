@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from typing_extensions import Self
 
-from ._waiting import wait_sliced
+from ._waiting import wait_for_condition
 from .errors import Cancelled, ConnectionClosed, McpError, RequestTimeout, WaitTimeout
 from .jsonrpc import Notification, RequestId
 from .lifecycle import ACKNOWLEDGED_METHOD, LISTEN_METHOD, SUBSCRIPTION_ID_KEY
@@ -181,12 +181,7 @@ class Subscription:
         def acked_or_ended() -> bool:
             return self.acknowledged is not None or self._ended is not None
 
-        def wait(seconds: float) -> bool:
-            with self._cond:
-                self._cond.wait_for(acked_or_ended, seconds)
-            return acked_or_ended()
-
-        if not wait_sliced(acked_or_ended, wait, timeout):
+        if not wait_for_condition(self._cond, acked_or_ended, timeout):
             self.close()
             raise RequestTimeout(f"subscriptions/listen: not acknowledged within {timeout} s")
         ended = self._ended
@@ -206,11 +201,7 @@ class Subscription:
         if self._on_notification is not None:
             raise RuntimeError("this subscription delivers to its on_notification callback")
 
-        def wait(seconds: float) -> bool:
-            with self._cond:
-                return self._cond.wait_for(lambda: bool(self._events), seconds)
-
-        if not wait_sliced(lambda: bool(self._events), wait, timeout):
+        if not wait_for_condition(self._cond, lambda: bool(self._events), timeout):
             raise WaitTimeout()
         with self._cond:
             item = self._events[0]
