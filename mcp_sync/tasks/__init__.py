@@ -7,6 +7,7 @@ processes) implement it.
 
 from __future__ import annotations
 
+from .memory import MemoryTaskStore, TaskStoreFull
 from .store import (
     TERMINAL_STATUSES,
     TaskAlreadyTerminal,
@@ -17,6 +18,8 @@ from .store import (
 )
 
 __all__ = [
+    "MemoryTaskStore",
+    "TaskStoreFull",
     "TERMINAL_STATUSES",
     "TaskAlreadyTerminal",
     "TaskNotFound",

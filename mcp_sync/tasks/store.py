@@ -69,8 +69,9 @@ class TaskRecord:
         updated_at: time of the last change, seconds since the epoch.
         ttl_ms: lifetime from creation in milliseconds (``None``: unlimited).
         poll_interval_ms: the polling interval suggested to requestors.
-        outcome: set exactly when terminal: ``{"result": {...}}`` (what the request would have
-            returned) or ``{"error": {"code": ..., "message": ...}}`` (a JSON-RPC error).
+        outcome: set exactly when ``completed`` or ``failed``: ``{"result": {...}}`` (what the
+            request would have returned) or ``{"error": {"code": ..., "message": ...}}`` (a
+            JSON-RPC error); ``None`` while running and once ``cancelled``.
         input_requests: while ``input_required``: the requests waiting for the requestor,
             keyed by ids unique for the task's lifetime.
         input_responses: answers the requestor has sent and the handler has not taken yet.
