@@ -8,6 +8,7 @@ processes) implement it.
 from __future__ import annotations
 
 from .memory import MemoryTaskStore, TaskStoreFull
+from .sqlite import SqliteTaskStore
 from .store import (
     TERMINAL_STATUSES,
     TaskAlreadyTerminal,
@@ -19,6 +20,7 @@ from .store import (
 
 __all__ = [
     "MemoryTaskStore",
+    "SqliteTaskStore",
     "TaskStoreFull",
     "TERMINAL_STATUSES",
     "TaskAlreadyTerminal",

@@ -275,16 +275,26 @@ def renew_transition(worker: str, lease_seconds: float) -> Transition:
 
 
 class _Watchers:
-    """Callbacks per task id, called outside every lock of the store."""
+    """Callbacks per task id, called outside every lock of the store, each record version at
+    most once (a change seen both locally and through a notification channel or a poll is
+    announced once)."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._by_task: dict[str, list[Callable[[TaskRecord], None]]] = {}
+        self._announced: dict[str, int] = {}  # watched task id -> highest version announced
 
-    def add(self, task_id: str, callback: Callable[[TaskRecord], None]) -> Callable[[], None]:
-        entry = [callback]  # a fresh list: the identity of this one watch
+    def add(
+        self, task_id: str, callback: Callable[[TaskRecord], None], version: int = 0
+    ) -> Callable[[], None]:
+        """Watch ``task_id``, whose version the caller last saw is ``version``."""
+
+        def watcher(record: TaskRecord) -> None:  # a fresh function: this watch's identity
+            callback(record)
+
         with self._lock:
-            self._by_task.setdefault(task_id, []).append(entry[0])
+            self._by_task.setdefault(task_id, []).append(watcher)
+            self._announced[task_id] = max(self._announced.get(task_id, 0), version)
         done = threading.Event()
 
         def stop() -> None:
@@ -293,19 +303,13 @@ class _Watchers:
             done.set()
             with self._lock:
                 callbacks = self._by_task.get(task_id)
-                if callbacks is not None:
-                    for i, cb in enumerate(callbacks):
-                        if cb is entry[0]:
-                            del callbacks[i]
-                            break
+                if callbacks is not None and watcher in callbacks:
+                    callbacks.remove(watcher)
                     if not callbacks:
                         del self._by_task[task_id]
+                        self._announced.pop(task_id, None)
 
         return stop
-
-    def watched(self, task_id: str) -> bool:
-        with self._lock:
-            return task_id in self._by_task
 
     def task_ids(self) -> list[str]:
         with self._lock:
@@ -314,6 +318,9 @@ class _Watchers:
     def notify(self, record: TaskRecord) -> None:
         with self._lock:
             callbacks = list(self._by_task.get(record.task_id, ()))
+            if not callbacks or record.version <= self._announced.get(record.task_id, 0):
+                return
+            self._announced[record.task_id] = record.version
         for callback in callbacks:
             try:
                 callback(record)
@@ -323,6 +330,7 @@ class _Watchers:
     def clear(self) -> None:
         with self._lock:
             self._by_task.clear()
+            self._announced.clear()
 
 
 class StoreBase(TaskStore):
@@ -519,7 +527,8 @@ class StoreBase(TaskStore):
 
     def watch(self, task_id: str, callback: Callable[[TaskRecord], None]) -> Callable[[], None]:
         self._check_open()
-        return self._watchers.add(task_id, callback)
+        current = self._read(task_id)
+        return self._watchers.add(task_id, callback, 0 if current is None else current.version)
 
     def wait_changed(
         self, task_id: str, *, owner: str, after_version: int, timeout: float | None

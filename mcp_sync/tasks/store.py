@@ -23,7 +23,7 @@ from __future__ import annotations
 import abc
 import dataclasses
 from collections.abc import Callable, Mapping
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 __all__ = [
     "TaskStatus",
@@ -101,6 +101,9 @@ class TaskRecord:
     def terminal(self) -> bool:
         """``True`` once the task is ``completed``, ``failed`` or ``cancelled``."""
         return self.status in TERMINAL_STATUSES
+
+
+_Store = TypeVar("_Store", bound="TaskStore")
 
 
 class TaskStore(abc.ABC):
@@ -211,7 +214,7 @@ class TaskStore(abc.ABC):
     def close(self) -> None:
         """Release connections and threads (idempotent). Watches stop."""
 
-    def __enter__(self) -> TaskStore:
+    def __enter__(self: _Store) -> _Store:
         return self
 
     def __exit__(self, *exc_info: object) -> None:

@@ -9,33 +9,22 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from support.task_stores import FakeClock
+from support.task_stores import FakeClock, StoreMaker
 from support.waiting import WAIT, wait_event
 
-from mcp_sync.tasks import MemoryTaskStore, TaskAlreadyTerminal, TaskNotFound, TaskRecord, TaskStore
+from mcp_sync.tasks import TaskAlreadyTerminal, TaskNotFound, TaskRecord, TaskStore
 from mcp_sync.tasks._common import LEASE_EXPIRED_MESSAGE, MAX_PAGE_SIZE, MAX_TTL_MS
 
 StoreFactory = Callable[..., TaskStore]
 
-KINDS = ["memory"]
+KINDS = ["memory", "sqlite"]
 
 
 @pytest.fixture(params=KINDS)
-def store_factory(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[StoreFactory]:
-    made: list[TaskStore] = []
-    kind = request.param
-
-    def make(**options: Any) -> TaskStore:
-        if kind == "memory":
-            store: TaskStore = MemoryTaskStore(**options)
-        else:  # pragma: no cover - the other kinds are added below
-            raise AssertionError(kind)
-        made.append(store)
-        return store
-
-    yield make
-    for store in made:
-        store.close()
+def store_factory(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[StoreMaker]:
+    maker = StoreMaker(request.param, tmp_path)
+    yield maker
+    maker.close_all()
 
 
 @pytest.fixture
