@@ -315,6 +315,36 @@ def test_watch_sees_each_change_until_stopped(store: TaskStore) -> None:
         assert [r.version for r in seen.records] == [2, 3, 4]  # nothing after stop()
 
 
+def test_a_change_made_while_watch_registers_is_still_reported(
+    store: TaskStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A change landing between watch()'s read of the version and the registration of the
+    callback (another thread's or process's cancel) is reported, not lost. (White box: the
+    change is made from inside the read.)"""
+    other = store.create(owner="a", ttl_ms=60_000)
+    stop_other = store.watch(other.task_id, Seen())  # the poll thread or listener is running
+    task = store.create(owner="a", ttl_ms=60_000)
+    read = store._read  # type: ignore[attr-defined]
+    fired: list[TaskRecord] = []
+
+    def read_then_cancel(task_id: str) -> TaskRecord | None:
+        record: TaskRecord | None = read(task_id)
+        if not fired:
+            fired.append(store.cancel(task_id, owner="a"))
+        return record
+
+    monkeypatch.setattr(store, "_read", read_then_cancel)
+    seen = Seen()
+    stop = store.watch(task.task_id, seen)
+    monkeypatch.undo()
+    assert fired and fired[0].status == "cancelled"
+    seen.wait_for(lambda r: r.status == "cancelled", "the cancel made during watch()")
+    stop()
+    stop_other()
+    with seen.lock:
+        assert [r.version for r in seen.records] == [2]  # reported once
+
+
 def test_a_watch_callback_may_call_the_store(store: TaskStore) -> None:
     task = store.create(owner="a", ttl_ms=60_000)
     got: list[TaskRecord] = []
