@@ -138,6 +138,35 @@ def test_finish_wins_once_and_the_outcome_stays(store: TaskStore, status: Any) -
     assert store.get(task.task_id, owner="a") == done
 
 
+def test_records_are_snapshots_that_share_nothing_with_the_store(store: TaskStore) -> None:
+    meta: dict[str, Any] = {"tool": "t", "args": {"n": 1}}
+    task = store.create(owner="a", ttl_ms=60_000, meta=meta)
+    meta["args"]["n"] = 2  # the caller's dict, changed after the call
+    asked = store.set_status(task.task_id, "input_required", input_requests={"q": {"m": [1]}})
+    asked.input_requests["q"]["m"].append(2)  # type: ignore[index]
+    outcome: dict[str, Any] = {"result": {"content": [{"type": "text", "text": "ok"}]}}
+    assert store.finish(task.task_id, "completed", outcome) is True
+    outcome["result"]["content"].clear()
+    got = store.get(task.task_id, owner="a")
+    got.outcome["result"]["extra"] = True  # type: ignore[index]
+    got.meta["args"]["n"] = 3  # type: ignore[index]
+    again = store.get(task.task_id, owner="a")
+    assert dict(again.meta) == {"tool": "t", "args": {"n": 1}}
+    assert dict(again.outcome or {}) == {"result": {"content": [{"type": "text", "text": "ok"}]}}
+
+
+def test_values_that_are_not_json_are_refused_and_change_nothing(store: TaskStore) -> None:
+    with pytest.raises(TypeError):
+        store.create(owner="a", ttl_ms=60_000, meta={"x": object()})
+    assert store.list(owner="a") == ([], None)
+    task = store.create(owner="a", ttl_ms=60_000)
+    with pytest.raises(TypeError):
+        store.finish(task.task_id, "completed", {"result": {"value": object()}})
+    with pytest.raises(TypeError):
+        store.set_status(task.task_id, "input_required", input_requests={"q": {1, 2}})
+    assert store.get(task.task_id, owner="a") == task  # still working, version 1
+
+
 def test_server_side_methods_raise_for_an_unknown_task(store: TaskStore) -> None:
     with pytest.raises(TaskNotFound):
         store.set_status("nope", "working")
