@@ -111,6 +111,7 @@ class RedisTaskStore(StoreBase):
         self._expiry_key = prefix + "expiry"
         self._listener_lock = threading.Lock()
         self._listener: threading.Thread | None = None
+        self._ending: list[threading.Thread] = []  # listeners told to end, not yet joined
         self._stop = threading.Event()
         self._ready = threading.Event()
 
@@ -259,14 +260,18 @@ class RedisTaskStore(StoreBase):
 
     def _stop_listener(self, *, force: bool) -> None:
         """Stop the listener once nothing is watched (it ends within a wait slice), or at
-        once and joined when ``force`` (closing)."""
+        once when ``force`` (closing), which also joins it and every earlier listener still
+        ending."""
         with self._listener_lock:
-            if self._listener is None or (self._watchers.task_ids() and not force):
-                return
-            listener, self._listener = self._listener, None
-            self._stop.set()
-        if force and listener is not threading.current_thread():
-            listener.join()
+            if self._listener is not None and (force or not self._watchers.task_ids()):
+                self._ending.append(self._listener)
+                self._listener = None
+                self._stop.set()
+            self._ending = [t for t in self._ending if t.is_alive()]
+            ending = list(self._ending) if force else []
+        for thread in ending:  # closing: every listener still ending, not only the last
+            if thread is not threading.current_thread():
+                thread.join()
 
     def _listen(self, stop: threading.Event, ready: threading.Event) -> None:
         delay = self._backoff_initial

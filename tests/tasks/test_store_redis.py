@@ -146,3 +146,15 @@ def test_a_store_url_without_a_server_fails_clearly(tmp_path: Path) -> None:
         pytest.raises(BusUnavailable, match="could not use Redis"),
     ):
         store.create(owner="a", ttl_ms=1000)
+
+
+def test_close_joins_a_listener_still_ending_after_its_last_watch(make: StoreMaker) -> None:
+    store = make()
+    task = store.create(owner="a", ttl_ms=60_000)
+    before = set(threading.enumerate())
+    store.watch(task.task_id, lambda _r: None)()  # its listener is told to end, not awaited
+    store.watch(task.task_id, lambda _r: None)  # and a second listener starts at once
+    listeners = [t for t in threading.enumerate() if t not in before]
+    assert 1 <= len(listeners) <= 2
+    store.close()
+    assert [t for t in listeners if t.is_alive()] == []  # none outlives close()
