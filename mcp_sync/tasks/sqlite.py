@@ -100,10 +100,11 @@ class SqliteTaskStore(StoreBase):
             self._db.execute("BEGIN IMMEDIATE")
             try:
                 yield self._db
+                self._db.execute("COMMIT")
             except BaseException:
-                self._db.execute("ROLLBACK")
+                if self._db.in_transaction:  # also when COMMIT itself failed
+                    self._db.execute("ROLLBACK")
                 raise
-            self._db.execute("COMMIT")
 
     def _query(self, sql: str, args: tuple[object, ...]) -> list[tuple[object, ...]]:
         with self._lock:
