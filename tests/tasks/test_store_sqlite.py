@@ -102,11 +102,11 @@ class _CommitFailsOnce:
         self._db = db
         self.armed = True
 
-    def execute(self, sql: str, *args: object) -> sqlite3.Cursor:
+    def execute(self, sql: str, args: tuple[object, ...] = ()) -> sqlite3.Cursor:
         if sql == "COMMIT" and self.armed:
             self.armed = False
             raise sqlite3.OperationalError("disk I/O error")
-        return self._db.execute(sql, *args)
+        return self._db.execute(sql, args)  # type: ignore[arg-type]
 
     def __getattr__(self, name: str) -> object:
         return getattr(self._db, name)
