@@ -106,7 +106,7 @@ class _CommitFailsOnce:
         if sql == "COMMIT" and self.armed:
             self.armed = False
             raise sqlite3.OperationalError("disk I/O error")
-        return self._db.execute(sql, args)  # type: ignore[arg-type]
+        return self._db.execute(sql, args)
 
     def __getattr__(self, name: str) -> object:
         return getattr(self._db, name)
