@@ -419,7 +419,15 @@ class StoreBase(TaskStore):
         return current
 
     def _live(self, task_id: str, owner: str | None) -> TaskRecord:
-        current = self._change(task_id, lambda _record, _now: None)
+        """The task as it is now, for ``owner`` (``None``: any): a plain read, and the atomic
+        path (deleting an expired task, failing a dead lease) only when the read finds the
+        task expired or its lease run out."""
+        self._check_open()
+        current = self._read(task_id)
+        if current is not None:
+            now = self._clock()
+            if is_expired(current, now) or lease_check(current, now) is not None:
+                current = self._change(task_id, lambda _record, _now: None)
         if current is None or (owner is not None and current.owner != owner):
             raise TaskNotFound(task_id)
         return current

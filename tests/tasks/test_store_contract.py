@@ -149,7 +149,7 @@ def test_records_are_snapshots_that_share_nothing_with_the_store(store: TaskStor
     outcome["result"]["content"].clear()
     got = store.get(task.task_id, owner="a")
     got.outcome["result"]["extra"] = True  # type: ignore[index]
-    got.meta["args"]["n"] = 3  # type: ignore[index]
+    got.meta["args"]["n"] = 3
     again = store.get(task.task_id, owner="a")
     assert dict(again.meta) == {"tool": "t", "args": {"n": 1}}
     assert dict(again.outcome or {}) == {"result": {"content": [{"type": "text", "text": "ok"}]}}
@@ -354,19 +354,20 @@ def test_a_change_made_while_watch_registers_is_still_reported(
     stop_other = store.watch(other.task_id, Seen())  # the poll thread or listener is running
     task = store.create(owner="a", ttl_ms=60_000)
     read = store._read  # type: ignore[attr-defined]
-    fired: list[TaskRecord] = []
+    fired: list[TaskRecord | None] = []
 
     def read_then_cancel(task_id: str) -> TaskRecord | None:
         record: TaskRecord | None = read(task_id)
         if not fired:
-            fired.append(store.cancel(task_id, owner="a"))
+            fired.append(None)  # first: cancel() reads the task too
+            fired[0] = store.cancel(task_id, owner="a")
         return record
 
     monkeypatch.setattr(store, "_read", read_then_cancel)
     seen = Seen()
     stop = store.watch(task.task_id, seen)
     monkeypatch.undo()
-    assert fired and fired[0].status == "cancelled"
+    assert fired and fired[0] is not None and fired[0].status == "cancelled"
     seen.wait_for(lambda r: r.status == "cancelled", "the cancel made during watch()")
     stop()
     stop_other()
