@@ -38,7 +38,7 @@ from .store import TaskRecord
 if TYPE_CHECKING:
     import redis as redis_module
 
-__all__ = ["RedisTaskStore", "DEFAULT_MAX_CONNECTIONS", "MAX_CAS_ATTEMPTS"]
+__all__ = ["RedisTaskStore", "DEFAULT_MAX_CONNECTIONS", "MAX_CAS_ATTEMPTS", "PURGE_BATCH"]
 
 _log = logging.getLogger("mcp_sync.tasks")
 
@@ -48,6 +48,9 @@ the listener has one more of its own."""
 
 MAX_CAS_ATTEMPTS = 1000
 """How often one transition is retried when other clients keep changing the task."""
+
+PURGE_BATCH = 1000
+"""The most expired tasks one :meth:`RedisTaskStore.purge_expired` deletes."""
 
 
 class RedisTaskStore(StoreBase):
@@ -209,18 +212,22 @@ class RedisTaskStore(StoreBase):
         return ids, (int(rows[-1][1]) if more else None)
 
     def _delete_expired(self, now: float) -> int:
+        """Delete up to :data:`PURGE_BATCH` expired tasks (the next call takes the rest) in
+        one transaction."""
         with self._reaching():
-            members: list[Any] = self._client.zrangebyscore(self._expiry_key, "-inf", now)
-            gone = 0
+            members: list[Any] = self._client.zrangebyscore(
+                self._expiry_key, "-inf", now, start=0, num=PURGE_BATCH
+            )
+            if not members:
+                return 0
+            pipe = self._client.pipeline(transaction=True)
             for member in members:
                 owner, task_id = json.loads(member)
-                pipe = self._client.pipeline(transaction=True)
                 pipe.zrem(self._expiry_key, member)
                 pipe.delete(self._task_key(task_id))
                 pipe.zrem(self._owner_key(owner), task_id)
-                removed, _, _ = pipe.execute()
-                gone += int(removed)
-        return gone
+            replies = pipe.execute()
+        return sum(int(removed) for removed in replies[::3])
 
     def _close(self) -> None:
         self._stop_listener(force=True)

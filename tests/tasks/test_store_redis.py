@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 import redis
 from support.redis_server import RedisServer, free_port, running_redis
-from support.task_stores import NEEDS_REDIS, StoreMaker
+from support.task_stores import NEEDS_REDIS, FakeClock, StoreMaker
 from support.waiting import WAIT, wait_event, wait_until
 
 from mcp_sync.errors import BusUnavailable
-from mcp_sync.tasks import RedisTaskStore, TaskRecord
+from mcp_sync.tasks import RedisTaskStore, TaskRecord, redis_store
 
 pytestmark = NEEDS_REDIS
 
@@ -158,3 +158,15 @@ def test_close_joins_a_listener_still_ending_after_its_last_watch(make: StoreMak
     assert 1 <= len(listeners) <= 2
     store.close()
     assert [t for t in listeners if t.is_alive()] == []  # none outlives close()
+
+
+def test_purge_deletes_a_bounded_batch_per_call(
+    make: StoreMaker, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    clock = FakeClock()
+    store = make(clock=clock)
+    for _ in range(5):
+        store.create(owner="a", ttl_ms=1_000)
+    clock.advance(2)
+    monkeypatch.setattr(redis_store, "PURGE_BATCH", 2)
+    assert [store.purge_expired() for _ in range(4)] == [2, 2, 1, 0]
