@@ -282,6 +282,7 @@ class RedisTaskStore(StoreBase):
 
     def _listen(self, stop: threading.Event, ready: threading.Event) -> None:
         delay = self._backoff_initial
+        failed = False
         while not stop.is_set():
             client = self._redis_module.Redis.from_url(
                 self.url,
@@ -305,7 +306,10 @@ class RedisTaskStore(StoreBase):
                         self._received(item["data"])
             except (self._redis_module.RedisError, OSError) as exc:
                 if not stop.is_set():
-                    _log.warning("tasks: lost the Redis connection (%s); reconnecting", exc)
+                    # one warning per outage, not one per attempt to reconnect
+                    log = _log.warning if ready.is_set() or not failed else _log.debug
+                    log("tasks: lost the Redis connection (%s); reconnecting", exc)
+                    failed = True
                     ready.clear()
                     stop.wait(delay)
                     delay = min(delay * 2, self._backoff_max)

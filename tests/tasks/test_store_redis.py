@@ -3,6 +3,7 @@ down or restarted, and the one listener thread."""
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -170,3 +171,20 @@ def test_purge_deletes_a_bounded_batch_per_call(
     clock.advance(2)
     monkeypatch.setattr(redis_store, "PURGE_BATCH", 2)
     assert [store.purge_expired() for _ in range(4)] == [2, 2, 1, 0]
+
+
+def test_an_outage_is_one_warning_not_one_per_retry(
+    make: StoreMaker, redis_server: RedisServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    store = make(backoff_initial=0.01, backoff_max=0.01, socket_timeout=0.5)
+    task = store.create(owner="a", ttl_ms=60_000)
+    stop = store.watch(task.task_id, lambda _r: None)
+    with caplog.at_level(logging.DEBUG, logger="mcp_sync.tasks"):
+        redis_server.kill()
+        wait_until(
+            lambda: sum("lost the Redis connection" in r.message for r in caplog.records) >= 5,
+            "several attempts to reconnect",
+        )
+    warnings = [r for r in caplog.records if r.levelno >= logging.WARNING]
+    assert len(warnings) == 1 and "lost the Redis connection" in warnings[0].message
+    stop()
