@@ -338,9 +338,10 @@ class StoreBase(TaskStore):
     """Every :class:`~mcp_sync.tasks.TaskStore` method on four storage primitives.
 
     A subclass implements :meth:`_insert`, :meth:`_read`, :meth:`_apply` and :meth:`_page`
-    (and :meth:`_delete_expired`, :meth:`_close`); changes are announced to watchers through
-    :meth:`_announce`, which a store with its own notification channel (Redis pub/sub)
-    overrides to publish instead of calling the local watchers directly.
+    (and :meth:`_delete_expired`, :meth:`_close`). A change this store makes is announced to
+    its watchers through :meth:`_announce` once written; a store shared by processes also
+    tells its watchers of the others' changes (SQLite by a poll, Redis by the ``PUBLISH`` in
+    each write transaction), each version at most once per watch.
     """
 
     _wait_poll: float = WAIT_SLICE
