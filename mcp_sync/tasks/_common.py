@@ -30,6 +30,8 @@ __all__ = [
     "MAX_LEASE_SECONDS",
     "MAX_PAGE_SIZE",
     "LEASE_EXPIRED_MESSAGE",
+    "DEFAULT_MAX_TASKS",
+    "TaskStoreFull",
     "Clock",
     "Transition",
     "new_task_id",
@@ -55,6 +57,15 @@ MAX_LEASE_SECONDS = 3600.0
 
 MAX_PAGE_SIZE = 100
 """The most tasks one :meth:`~mcp_sync.tasks.TaskStore.list` page holds."""
+
+DEFAULT_MAX_TASKS = 10_000
+"""How many tasks (of every owner, terminal ones included) a memory or SQLite store holds at
+most, unless told otherwise."""
+
+
+class TaskStoreFull(RuntimeError):
+    """The store holds as many tasks as it may, none of them expired or terminal."""
+
 
 LEASE_EXPIRED_MESSAGE = "the worker running this task stopped (its lease ran out)"
 """The ``status_message`` of a task marked ``failed`` because its worker's lease ran out."""

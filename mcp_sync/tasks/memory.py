@@ -12,8 +12,10 @@ import heapq
 import threading
 
 from ._common import (
+    DEFAULT_MAX_TASKS,
     Clock,
     StoreBase,
+    TaskStoreFull,
     Transition,
     expires_at,
     is_expired,
@@ -23,13 +25,6 @@ from ._common import (
 from .store import TaskRecord
 
 __all__ = ["MemoryTaskStore", "TaskStoreFull", "DEFAULT_MAX_TASKS"]
-
-DEFAULT_MAX_TASKS = 10_000
-"""How many tasks (of every owner, terminal ones included) a memory store holds at most."""
-
-
-class TaskStoreFull(RuntimeError):
-    """The store holds as many tasks as it may, none of them expired or terminal."""
 
 
 class MemoryTaskStore(StoreBase):
