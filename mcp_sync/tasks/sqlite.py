@@ -35,9 +35,13 @@ from ._common import (
 )
 from .store import TaskRecord
 
-__all__ = ["SqliteTaskStore"]
+__all__ = ["SqliteTaskStore", "SCHEMA_VERSION"]
 
-_SCHEMA = """
+SCHEMA_VERSION = 1
+"""The layout of the file this code writes (``PRAGMA user_version``); a file of a newer
+layout is refused, an older one is brought up to date when opened."""
+
+_TABLE = """
 CREATE TABLE IF NOT EXISTS mcp_tasks (
     position INTEGER PRIMARY KEY AUTOINCREMENT,
     task_id TEXT NOT NULL UNIQUE,
@@ -46,12 +50,42 @@ CREATE TABLE IF NOT EXISTS mcp_tasks (
     lease_until REAL,
     ended INTEGER NOT NULL DEFAULT 0,
     record TEXT NOT NULL
-);
-CREATE INDEX IF NOT EXISTS mcp_tasks_owner ON mcp_tasks (owner, position);
-CREATE INDEX IF NOT EXISTS mcp_tasks_expiry ON mcp_tasks (expires_at);
-CREATE INDEX IF NOT EXISTS mcp_tasks_lease ON mcp_tasks (lease_until);
-CREATE INDEX IF NOT EXISTS mcp_tasks_ended ON mcp_tasks (ended, position);
-"""
+)"""
+
+_INDEXES = (
+    "CREATE INDEX IF NOT EXISTS mcp_tasks_owner ON mcp_tasks (owner, position)",
+    "CREATE INDEX IF NOT EXISTS mcp_tasks_expiry ON mcp_tasks (expires_at)",
+    "CREATE INDEX IF NOT EXISTS mcp_tasks_lease ON mcp_tasks (lease_until)",
+    "CREATE INDEX IF NOT EXISTS mcp_tasks_ended ON mcp_tasks (ended, position)",
+)
+
+
+def _prepare(db: sqlite3.Connection, path: str) -> None:
+    """Create the table, or bring a file of an older layout up to date, in one transaction;
+    :class:`RuntimeError` for a file a newer version of the library wrote."""
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        (version,) = db.execute("PRAGMA user_version").fetchone()
+        if version > SCHEMA_VERSION:
+            raise RuntimeError(
+                f"{path} holds tasks in layout {version}, newer than this mcp_sync's"
+                f" ({SCHEMA_VERSION}): upgrade mcp_sync"
+            )
+        db.execute(_TABLE)
+        columns = {row[1] for row in db.execute("PRAGMA table_info(mcp_tasks)")}
+        if "ended" not in columns:  # layout 0 (before the task count bound)
+            db.execute("ALTER TABLE mcp_tasks ADD COLUMN ended INTEGER NOT NULL DEFAULT 0")
+            db.execute(
+                "UPDATE mcp_tasks SET ended = 1 WHERE json_extract(record, '$.status')"
+                " IN ('completed', 'failed', 'cancelled')"
+            )
+        for index in _INDEXES:
+            db.execute(index)
+        db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+    except BaseException:
+        db.execute("ROLLBACK")
+        raise
+    db.execute("COMMIT")
 
 
 def _lease_until(record: TaskRecord) -> float | None:
@@ -104,7 +138,11 @@ class SqliteTaskStore(StoreBase):
         # survives a power cut too, not only a crash of the process (NORMAL in WAL mode may
         # lose the last commits then)
         self._db.execute("PRAGMA synchronous=FULL")
-        self._db.executescript(_SCHEMA)
+        try:
+            _prepare(self._db, self.path)
+        except BaseException:
+            self._db.close()
+            raise
         self._poller_lock = threading.Lock()
         self._poller: threading.Thread | None = None
         self._stop_polling = threading.Event()

@@ -13,8 +13,9 @@ import pytest
 from support.task_stores import FakeClock
 from support.waiting import wait_event, wait_until
 
-from mcp_sync.tasks import SqliteTaskStore, TaskAlreadyTerminal, TaskRecord
-from mcp_sync.tasks._common import LEASE_EXPIRED_MESSAGE
+from mcp_sync.tasks import SqliteTaskStore, TaskAlreadyTerminal, TaskNotFound, TaskRecord
+from mcp_sync.tasks._common import LEASE_EXPIRED_MESSAGE, record_to_json
+from mcp_sync.tasks.sqlite import SCHEMA_VERSION
 
 
 def test_reopening_the_file_shows_the_tasks(tmp_path: Path) -> None:
@@ -122,3 +123,50 @@ def test_a_failed_commit_changes_nothing_and_the_store_goes_on(tmp_path: Path) -
         assert store.get(task.task_id, owner="a").status == "working"  # rolled back
         assert store.cancel(task.task_id, owner="a").status == "cancelled"  # not stuck
         store._db = real
+
+
+_LAYOUT_0 = """
+CREATE TABLE mcp_tasks (
+    position INTEGER PRIMARY KEY AUTOINCREMENT,
+    task_id TEXT NOT NULL UNIQUE,
+    owner TEXT NOT NULL,
+    expires_at REAL,
+    lease_until REAL,
+    record TEXT NOT NULL
+);
+"""
+
+
+def test_a_file_of_the_first_layout_is_brought_up_to_date(tmp_path: Path) -> None:
+    path = tmp_path / "old.db"
+    with SqliteTaskStore(tmp_path / "new.db") as maker:  # records as the first layout kept them
+        ended = maker.create(owner="a", ttl_ms=60_000)
+        maker.finish(ended.task_id, "completed", {"result": {}})
+        running = maker.create(owner="a", ttl_ms=60_000)
+        records = [maker.get(t.task_id, owner="a") for t in (ended, running)]
+    with closing(sqlite3.connect(path)) as db:
+        db.executescript(_LAYOUT_0)
+        for record in records:
+            db.execute(
+                "INSERT INTO mcp_tasks (task_id, owner, expires_at, lease_until, record)"
+                " VALUES (?, ?, ?, NULL, ?)",
+                (record.task_id, record.owner, record.created_at + 60, record_to_json(record)),
+            )
+        db.commit()
+    with SqliteTaskStore(path, max_tasks=2) as store:
+        assert store.get(ended.task_id, owner="a") == records[0]
+        assert store.get(running.task_id, owner="a") == records[1]
+        store.create(owner="a", ttl_ms=60_000)  # full: the ended task (marked so) makes room
+        with pytest.raises(TaskNotFound):
+            store.get(ended.task_id, owner="a")
+    with closing(sqlite3.connect(path)) as db:
+        assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+
+
+def test_a_file_of_a_newer_layout_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "future.db"
+    with closing(sqlite3.connect(path)) as db:
+        db.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
+        db.commit()
+    with pytest.raises(RuntimeError, match="upgrade mcp_sync"):
+        SqliteTaskStore(path)
