@@ -49,6 +49,7 @@ are the same in both eras. At 2026-07-28:
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 import pathlib
@@ -85,6 +86,7 @@ from .lifecycle import (
     LATEST_HANDSHAKE_VERSION,
     LATEST_MODERN_VERSION,
     REMOVED_AT_MODERN,
+    TASKS_EXTENSION,
     Era,
     RequestEnvelope,
     Role,
@@ -96,6 +98,7 @@ from .protocol import InboundRequest
 from .result_kinds import InputRequest
 from .results import CLIENT_REQUEST_RESULTS, mcp_models, parser_for
 from .session import LOG_LEVELS, Session
+from .task_call import TaskCall, TaskState
 from .transports.base import HandshakeOnlyTransport, Transport
 from .transports.subprocess import StderrMode, SubprocessTransport
 from .wire import model_to_wire
@@ -720,6 +723,83 @@ class Client(Session):
         if arguments is not None:
             params["arguments"] = dict(arguments)
         return self.submit("tools/call", params, **options)
+
+    # -- tasks (see mcp_sync.task_call and docs/tasks) ----------------------------------------
+    def call_tool_as_task(
+        self,
+        name: str,
+        arguments: Mapping[str, Any] | None = None,
+        *,
+        ttl: float | None = None,
+        **options: Unpack[CallOptions],
+    ) -> TaskCall:
+        """Call a tool as a task: returns a :class:`~mcp_sync.task_call.TaskCall` as soon as
+        the server created it (or already done, when the server answered at once).
+
+        ``ttl``: how long (seconds) the server should keep the task (2025-11-25
+        ``params.task.ttl``; at 2026-07-28 the server decides). ``options`` apply to each
+        request the handle sends. Ctrl-C in ``task.result()`` leaves the task running.
+        """
+        self._require("tools", "tools/call")
+        params: dict[str, Any] = {"name": name}
+        if arguments is not None:
+            params["arguments"] = dict(arguments)
+        if self.lifecycle.era is not Era.MODERN:
+            params["task"] = {} if ttl is None else {"ttl": round(ttl * 1000)}
+        return TaskCall.from_answer(self, self.task_request("tools/call", params, options), options)
+
+    def task(self, task_id: str, **options: Unpack[CallOptions]) -> TaskCall:
+        """A :class:`~mcp_sync.task_call.TaskCall` for a task created earlier (for example
+        before a restart, at 2026-07-28); its state is asked for at once."""
+        call = TaskCall(self, task_id, options=options)
+        call.status()
+        return call
+
+    def get_task(self, task_id: str, **options: Unpack[CallOptions]) -> TaskState:
+        """``tasks/get``: the task's :class:`~mcp_sync.task_call.TaskState`."""
+        return TaskState.from_wire(self.task_request("tasks/get", {"taskId": task_id}, options))
+
+    def list_tasks(self, **options: Unpack[CallOptions]) -> list[TaskState]:
+        """``tasks/list`` (2025-11-25; 2026-07-28 has none): every task of this session."""
+        self._refuse_removed("tasks/list")
+        if self.lifecycle.era is Era.MODERN:
+            raise CapabilityError("tasks/list does not exist at 2026-07-28 (keep the task ids)")
+        tasks: list[TaskState] = []
+        cursor: str | None = None
+        while True:
+            page = self.task_request(
+                "tasks/list", {} if cursor is None else {"cursor": cursor}, options
+            )
+            tasks.extend(TaskState.from_wire(task) for task in page.get("tasks", []))
+            cursor = page.get("nextCursor")
+            if not cursor:
+                return tasks
+
+    def cancel_task(self, task_id: str, **options: Unpack[CallOptions]) -> TaskState:
+        """``tasks/cancel``; returns the state once acknowledged (see :meth:`TaskCall.cancel
+        <mcp_sync.task_call.TaskCall.cancel>`)."""
+        return TaskCall(self, task_id, options=options).cancel()
+
+    def task_request(
+        self, method: str, params: dict[str, Any], options: CallOptions
+    ) -> dict[str, Any]:
+        """Send a task request and block for its raw result; at 2026-07-28 the request
+        declares the tasks extension (only task requests do)."""
+        if self.lifecycle.era is not Era.MODERN:
+            return self.submit(method, params, raw=True, **options).result()  # type: ignore[no-any-return]
+        envelope = self._envelope()
+        capabilities = dict(envelope.client_capabilities)
+        capabilities["extensions"] = {**capabilities.get("extensions", {}), TASKS_EXTENSION: {}}
+        stamped = self.lifecycle.stamp(
+            params, dataclasses.replace(envelope, client_capabilities=capabilities)
+        )
+        return self.endpoint.submit(method, stamped, **options).result()  # type: ignore[no-any-return]
+
+    def answer_task_input(
+        self, key: str, method: str, params: dict[str, Any], token: CancelToken
+    ) -> Any:
+        """Answer one of a task's ``inputRequests`` with this client's handler (a JSON object)."""
+        return _dump(self._answer_input(InputRequest(key, method, params), token))
 
     # -- resources ----------------------------------------------------------------------------
     def _typed(

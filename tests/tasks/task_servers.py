@@ -1,0 +1,70 @@
+"""The servers and stores the task protocol tests share.
+
+:func:`task_server` serves gated tools in every task mode; :func:`memory_store` is the store
+the protocol tests run on (the in-memory one).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from support.probes import GateProbe
+
+from mcp_sync import Context, McpError, Server
+from mcp_sync.tasks.store import TaskStore
+
+
+def memory_store() -> TaskStore:
+    """A fresh in-memory task store."""
+    try:
+        from mcp_sync.tasks import MemoryTaskStore  # type: ignore[attr-defined]
+    except ImportError:  # until the stores are in
+        from tasks._fake_store import FakeStore
+
+        return FakeStore()
+    return MemoryTaskStore()  # type: ignore[no-any-return]
+
+
+def task_server(store: TaskStore, gates: GateProbe, **options: Any) -> Server:
+    """A server with gated tools: ``slow`` (optional), ``must`` (required), ``plain``
+    (forbidden), ``broken`` (a tool error), ``refuse`` (a JSON-RPC error), ``ask`` (elicits)."""
+    server = Server("tasks-test", task_store=store, **options)
+
+    @server.tool(task="optional")
+    def slow(tag: str, ctx: Context) -> str:
+        """Wait for the test (or a cancel)."""
+        if gates.gate(tag, ctx):
+            return f"{tag} stopped"
+        return f"{tag} done"
+
+    @server.tool(task="required")
+    def must(tag: str, ctx: Context) -> str:
+        """Like slow, but only as a task."""
+        if gates.gate(tag, ctx):
+            return f"{tag} stopped"
+        return f"{tag} done"
+
+    @server.tool()
+    def plain(text: str) -> str:
+        """Never a task."""
+        return text
+
+    @server.tool(task="optional")
+    def broken(reason: str) -> str:
+        """A tool error."""
+        raise ValueError(reason)
+
+    @server.tool(task="optional")
+    def refuse(reason: str) -> str:
+        """A JSON-RPC error."""
+        raise McpError(-32603, reason)
+
+    @server.tool(task="optional")
+    def ask(question: str, ctx: Context) -> str:
+        """Elicit an answer, then return it."""
+        answer = ctx.session.elicit(
+            question, {"type": "object", "properties": {"name": {"type": "string"}}}
+        )
+        return f"hello {(answer.content or {}).get('name')}"
+
+    return server
