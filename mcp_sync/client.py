@@ -787,13 +787,15 @@ class Client(Session):
         declares the tasks extension (only task requests do)."""
         if self.lifecycle.era is not Era.MODERN:
             return self.submit(method, params, raw=True, **options).result()  # type: ignore[no-any-return]
+        stamped = self.lifecycle.stamp(params, self._task_envelope())
+        return self.endpoint.submit(method, stamped, **options).result()  # type: ignore[no-any-return]
+
+    def _task_envelope(self) -> RequestEnvelope:
+        """The 2026-07-28 envelope of a task request: the tasks extension declared."""
         envelope = self._envelope()
         capabilities = dict(envelope.client_capabilities)
         capabilities["extensions"] = {**capabilities.get("extensions", {}), TASKS_EXTENSION: {}}
-        stamped = self.lifecycle.stamp(
-            params, dataclasses.replace(envelope, client_capabilities=capabilities)
-        )
-        return self.endpoint.submit(method, stamped, **options).result()  # type: ignore[no-any-return]
+        return dataclasses.replace(envelope, client_capabilities=capabilities)
 
     def answer_task_input(
         self, key: str, method: str, params: dict[str, Any], token: CancelToken
@@ -973,6 +975,7 @@ class Client(Session):
         prompts: bool = False,
         resources_list: bool = False,
         resources: Sequence[str] = (),
+        tasks: Sequence[str] = (),
         on_notification: Callable[[ListenEvent], Any] | None = None,
         ack_timeout: float | None = 30.0,
         max_pending: int = DEFAULT_MAX_PENDING,
@@ -981,7 +984,9 @@ class Client(Session):
         server acknowledges it; returns the :class:`~mcp_sync.listen.Subscription`.
 
         ``tools``/``prompts``/``resources_list`` ask for the ``list_changed`` notification
-        of that list, ``resources`` for ``notifications/resources/updated`` of these URIs.
+        of that list, ``resources`` for ``notifications/resources/updated`` of these URIs,
+        ``tasks`` for ``notifications/tasks`` of these task ids (the request then declares
+        the tasks extension).
         What the server agreed to is :attr:`Subscription.acknowledged
         <mcp_sync.listen.Subscription.acknowledged>`. Notifications go to
         ``on_notification(event)`` (on the client's callback thread, in arrival order) or,
@@ -1000,8 +1005,13 @@ class Client(Session):
         """
         params = self._modern_params(
             listen_params(
-                tools=tools, prompts=prompts, resources_list=resources_list, resources=resources
-            )
+                tools=tools,
+                prompts=prompts,
+                resources_list=resources_list,
+                resources=resources,
+                tasks=tasks,
+            ),
+            self._task_envelope() if tasks else None,
         )
         return self._listens.open(
             params,
@@ -1010,7 +1020,9 @@ class Client(Session):
             max_pending=max_pending,
         )
 
-    def _modern_params(self, params: dict[str, Any]) -> dict[str, Any]:
+    def _modern_params(
+        self, params: dict[str, Any], envelope: RequestEnvelope | None = None
+    ) -> dict[str, Any]:
         """``params`` with the 2026-07-28 request envelope; CapabilityError when the
         connection speaks a 2025 revision."""
         if self.lifecycle.era is not Era.MODERN:
@@ -1018,7 +1030,7 @@ class Client(Session):
                 f"subscriptions/listen exists from protocol 2026-07-28 on; this connection speaks "
                 f"{self.protocol_version or 'no protocol yet'} (use subscribe() and on_notification)"
             )
-        return self.lifecycle.stamp(params, self._envelope())
+        return self.lifecycle.stamp(params, envelope or self._envelope())
 
     def _handle_notification(self, notification: Notification) -> None:
         if self._listens.route(notification):
