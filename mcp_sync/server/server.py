@@ -611,16 +611,22 @@ class Server:
         # the reader starts inside the guarded region: it may serve requests before start()
         # returns, and a Ctrl-C in that window must still close the session cleanly
         session = self.connect(transport, read=False)
-        run_until_stopped(
-            lambda: session.close(grace),
-            start=session.endpoint.start,
-            wait_finished=session.endpoint.wait_closed,
-        )
+        try:
+            run_until_stopped(
+                lambda: session.close(grace),
+                start=session.endpoint.start,
+                wait_finished=session.endpoint.wait_closed,
+            )
+        finally:
+            self.tasks.shutdown(grace)  # a task still running ends failed, not working
 
     def _run_http(self, host: str, port: int, path: str, grace: float) -> None:
         handle = self.serve_http(host, port, path=path, shutdown_grace=grace)
         print(f"mcp_sync: serving {self.name} at {handle.url}", file=sys.stderr, flush=True)
-        run_until_stopped(handle.stop)
+        try:
+            run_until_stopped(handle.stop)
+        finally:
+            self.tasks.shutdown(grace)
 
     def notify_list_changed(self, kind: str) -> None:
         """Send ``notifications/<kind>/list_changed`` to every initialized (2025) session,
