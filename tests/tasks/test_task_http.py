@@ -45,7 +45,7 @@ def served(gates: GateProbe) -> Iterator[tuple[str, Server]]:
 
 
 def test_a_task_over_http_at_2025(served: tuple[str, Server], gates: GateProbe) -> None:
-    url, server = served
+    url, _server = served
     with Client.http(url, protocol="legacy") as client:
         task = client.call_tool_as_task("slow", {"tag": "h1"}, timeout=WAIT)
         wait_event(gates.started("h1"), "the handler to start")
