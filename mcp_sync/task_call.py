@@ -277,8 +277,7 @@ class TaskCall(concurrent.futures.Future):  # type: ignore[type-arg]
         """``tasks/result``: blocks until the task ends (the server's requests for input come
         on its stream meanwhile); settles the future."""
         options: CallOptions = dict(self._options)  # type: ignore[assignment]
-        if timeout is not None:
-            options["timeout"] = timeout
+        options["timeout"] = timeout  # this wait's own limit (None: until the task ends)
         assert self.task_id is not None
         try:
             raw = self._host.task_request("tasks/result", {"taskId": self.task_id}, options)

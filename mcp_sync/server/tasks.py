@@ -26,6 +26,7 @@ from __future__ import annotations
 import logging
 import secrets
 import threading
+import time
 import weakref
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -150,9 +151,14 @@ class RunningTask:
             self.input_counts[prefix] = number
             return f"{prefix}-{number}"
 
-    def wait_for(self, predicate: Callable[[], bool], timeout: float | None) -> bool:
-        """Block until ``predicate()`` (read under :attr:`cond`) or the token fires."""
-        return wait_for_condition(self.cond, lambda: predicate() or self.token.cancelled, timeout)
+    def wait_for(self, predicate: Callable[[], bool]) -> None:
+        """Block until ``predicate()`` (read under :attr:`cond`) or the token fires; at most
+        until the task's TTL runs out (then -32603: the task fails, it cannot wait for ever)."""
+        ttl_ms = self.latest.ttl_ms
+        timeout = None if ttl_ms is None else self.latest.created_at + ttl_ms / 1000 - time.time()
+        done = lambda: predicate() or self.token.cancelled  # noqa: E731
+        if not wait_for_condition(self.cond, done, timeout):
+            raise McpError(INTERNAL_ERROR, "no answer came before the task's TTL ran out")
 
 
 class TaskService:

@@ -117,7 +117,7 @@ class TaskScope(RequestScope):
         running = self._running
         self._set_status("input_required", message=f"waiting for the answer to {method}")
         # the side channel: the stream of a tasks/result request waiting on the task
-        running.wait_for(lambda: bool(running.result_waiters), None)
+        running.wait_for(lambda: bool(running.result_waiters))
         self._token.raise_if_cancelled()
         with running.cond:
             stream = running.result_waiters[-1] if running.result_waiters else None
@@ -143,7 +143,7 @@ class TaskScope(RequestScope):
         def answered() -> bool:
             return key in (running.latest.input_responses or {}) or running.latest.terminal
 
-        running.wait_for(answered, None)
+        running.wait_for(answered)
         self._token.raise_if_cancelled()
         with running.cond:
             latest = running.latest

@@ -11,12 +11,12 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-
-from mcp_sync import CancelToken, Context, McpError, Server
-from mcp_sync.tasks.store import TaskStore
 from support.sessions import connected
 from support.waiting import WAIT, wait_until
 from tasks.task_servers import memory_store
+
+from mcp_sync import CancelToken, Context, McpError, Server
+from mcp_sync.tasks.store import TaskStore
 
 TASKS = 60
 ERAS = [pytest.param("legacy", id="2025-11-25"), pytest.param("modern", id="2026-07-28")]
