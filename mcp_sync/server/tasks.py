@@ -141,6 +141,12 @@ class RunningTask:
     """(2025) Ids of the ``tasks/result`` requests waiting on the task (the streams its
     requests to the client travel on)."""
     input_counts: dict[str, int] = field(default_factory=dict)
+    input_lock: threading.Lock = field(default_factory=threading.Lock)
+    """(2026) Held while the input bookkeeping below and the store's ``inputRequests`` change."""
+    pending_inputs: dict[str, Any] = field(default_factory=dict)
+    """(2026) The input requests outstanding (key -> ``{"method", "params"}``)."""
+    answers: dict[str, Any] = field(default_factory=dict)
+    """(2026) Answers taken from the store, not yet handed to their waiting call."""
     stop_watch: Callable[[], None] = lambda: None
     lease: deadlines.Deadline | None = None
 

@@ -110,6 +110,10 @@ class TaskScope(RequestScope):
 
     def _set_status(self, status: Any, **changes: Any) -> None:
         record = self._service.store.set_status(self.task_id, status, **changes)
+        running = self._running
+        with running.cond:  # the watch tells the same, perhaps later (another process's store)
+            if record.version > running.latest.version:
+                running.latest = record
         if record.terminal:
             raise Cancelled(record.status_message or f"the task is {record.status}")
 
@@ -132,29 +136,44 @@ class TaskScope(RequestScope):
     def _ask_modern(self, method: str, params: dict[str, Any]) -> Any:
         running = self._running
         key = running.next_key(_KEY_PREFIX[method])
-        outstanding = dict(running.latest.input_requests or {})
-        outstanding[key] = {"method": method, "params": params}
-        self._set_status(
-            "input_required",
-            message=f"waiting for the answer to {method}",
-            input_requests=outstanding,
-        )
+        with running.input_lock:  # several threads of one handler may ask at once
+            running.pending_inputs[key] = {"method": method, "params": params}
+            self._set_status(
+                "input_required",
+                message="waiting for input",
+                input_requests=dict(running.pending_inputs),
+            )
 
         def answered() -> bool:
-            return key in (running.latest.input_responses or {}) or running.latest.terminal
+            latest = running.latest
+            return (
+                key in running.answers or key in (latest.input_responses or {}) or latest.terminal
+            )
 
         running.wait_for(answered)
         self._token.raise_if_cancelled()
-        with running.cond:
+        with running.input_lock:
             latest = running.latest
-        if latest.terminal:
-            raise Cancelled(latest.status_message or f"the task is {latest.status}")
-        answer = dict(latest.input_responses or {})[key]
-        rest = {k: v for k, v in outstanding.items() if k != key}
-        if rest:
-            self._set_status("input_required", input_requests=rest, take_responses=True)
-        else:
-            self._set_status("working", take_responses=True)
+            if key not in running.answers and latest.terminal:
+                raise Cancelled(latest.status_message or f"the task is {latest.status}")
+            responses = dict(latest.input_responses or {})
+            taken = [k for k in running.pending_inputs if k in responses]
+            for k in taken:  # hand every answer that came to its call, then clear them
+                running.answers[k] = responses[k]
+                del running.pending_inputs[k]
+            if taken:
+                if running.pending_inputs:
+                    self._set_status(
+                        "input_required",
+                        message="waiting for input",
+                        input_requests=dict(running.pending_inputs),
+                        take_responses=True,
+                    )
+                else:
+                    self._set_status("working", take_responses=True)
+            answer = running.answers.pop(key)
+        with running.cond:
+            running.cond.notify_all()  # another call's answer may be among those taken
         try:
             return parser_for(SERVER_REQUEST_RESULTS[method])(answer)
         except ValueError:

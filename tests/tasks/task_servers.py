@@ -67,4 +67,22 @@ def task_server(store: TaskStore, gates: GateProbe, **options: Any) -> Server:
         )
         return f"hello {(answer.content or {}).get('name')}"
 
+    @server.tool(task="optional")
+    def ask_two(ctx: Context) -> str:
+        """Elicit two answers at once (from two threads), then return both."""
+        import threading
+
+        names: dict[str, str] = {}
+
+        def one(label: str) -> None:
+            answer = ctx.session.elicit(label, {"type": "object", "properties": {"name": {}}})
+            names[label] = (answer.content or {}).get("name", "?")
+
+        threads = [threading.Thread(target=one, args=(label,)) for label in ("first", "second")]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        return f"{names.get('first')} and {names.get('second')}"
+
     return server

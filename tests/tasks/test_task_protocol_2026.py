@@ -201,3 +201,30 @@ def test_listen_for_tasks_needs_the_extension(store: TaskStore, gates: GateProbe
         with pytest.raises(McpError) as info:
             conn.client.endpoint.submit("subscriptions/listen", params).result(timeout=WAIT)
         assert info.value.code == -32021 and info.value.data == REQUIRED
+
+
+def test_two_inputs_at_once_and_a_partial_update(store: TaskStore, gates: GateProbe) -> None:
+    with modern(task_server(store, gates), elicitation_handler=lambda p, c: {}) as conn:
+        raw = conn.client.task_request("tools/call", {"name": "ask_two", "arguments": {}}, {})
+        task_id = raw["taskId"]
+
+        def detailed() -> dict[str, Any]:
+            return conn.client.task_request("tasks/get", {"taskId": task_id}, {})
+
+        wait_until(lambda: len(detailed().get("inputRequests", {})) == 2, "both questions")
+        asked = detailed()["inputRequests"]
+        by_label = {entry["params"]["message"]: key for key, entry in asked.items()}
+        first, second = by_label["first"], by_label["second"]
+        assert sorted(asked) == ["elicit-1", "elicit-2"]
+        answer = {"action": "accept", "content": {"name": "Ann"}}
+        conn.client.task_request(
+            "tasks/update", {"taskId": task_id, "inputResponses": {first: answer}}, {}
+        )
+        wait_until(lambda: list(detailed().get("inputRequests", {})) == [second], "one left")
+        assert detailed()["status"] == "input_required"
+        answer = {"action": "accept", "content": {"name": "Bo"}}
+        conn.client.task_request(
+            "tasks/update", {"taskId": task_id, "inputResponses": {second: answer}}, {}
+        )
+        wait_until(lambda: detailed()["status"] == "completed", "the task to finish")
+        assert detailed()["result"]["content"][0]["text"] == "Ann and Bo"
