@@ -98,7 +98,7 @@ from .protocol import InboundRequest
 from .result_kinds import InputRequest
 from .results import CLIENT_REQUEST_RESULTS, mcp_models, parser_for
 from .session import LOG_LEVELS, Session
-from .task_call import TaskCall, TaskState
+from .task_call import TaskCall, TaskState, list_all_tasks, start_task
 from .transports.base import HandshakeOnlyTransport, Transport
 from .transports.subprocess import StderrMode, SubprocessTransport
 from .wire import model_to_wire
@@ -741,12 +741,7 @@ class Client(Session):
         request the handle sends. Ctrl-C in ``task.result()`` leaves the task running.
         """
         self._require("tools", "tools/call")
-        params: dict[str, Any] = {"name": name}
-        if arguments is not None:
-            params["arguments"] = dict(arguments)
-        if self.lifecycle.era is not Era.MODERN:
-            params["task"] = {} if ttl is None else {"ttl": round(ttl * 1000)}
-        return TaskCall.from_answer(self, self.task_request("tools/call", params, options), options)
+        return start_task(self, name, arguments, ttl, options)
 
     def task(self, task_id: str, **options: Unpack[CallOptions]) -> TaskCall:
         """A :class:`~mcp_sync.task_call.TaskCall` for a task created earlier (for example
@@ -761,19 +756,7 @@ class Client(Session):
 
     def list_tasks(self, **options: Unpack[CallOptions]) -> list[TaskState]:
         """``tasks/list`` (2025-11-25; 2026-07-28 has none): every task of this session."""
-        self._refuse_removed("tasks/list")
-        if self.lifecycle.era is Era.MODERN:
-            raise CapabilityError("tasks/list does not exist at 2026-07-28 (keep the task ids)")
-        tasks: list[TaskState] = []
-        cursor: str | None = None
-        while True:
-            page = self.task_request(
-                "tasks/list", {} if cursor is None else {"cursor": cursor}, options
-            )
-            tasks.extend(TaskState.from_wire(task) for task in page.get("tasks", []))
-            cursor = page.get("nextCursor")
-            if not cursor:
-                return tasks
+        return list_all_tasks(self, options)
 
     def cancel_task(self, task_id: str, **options: Unpack[CallOptions]) -> TaskState:
         """``tasks/cancel``; returns the state once acknowledged (see :meth:`TaskCall.cancel

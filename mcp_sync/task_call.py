@@ -40,12 +40,19 @@ from . import deadlines
 from ._waiting import wait_sliced
 from .call_options import CallOptions
 from .cancel import CancelToken
-from .errors import Cancelled, McpError, WaitTimeout
+from .errors import Cancelled, CapabilityError, McpError, WaitTimeout
 from .jsonrpc import INVALID_PARAMS
 from .lifecycle import Era
 from .results import parser_for
 
-__all__ = ["TaskState", "TaskCall", "TaskHost", "DEFAULT_POLL_INTERVAL"]
+__all__ = [
+    "TaskState",
+    "TaskCall",
+    "TaskHost",
+    "DEFAULT_POLL_INTERVAL",
+    "start_task",
+    "list_all_tasks",
+]
 
 DEFAULT_POLL_INTERVAL = 1.0
 """Seconds between two ``tasks/get`` when the server suggests no interval."""
@@ -336,3 +343,36 @@ class TaskCall(concurrent.futures.Future):  # type: ignore[type-arg]
             stop = threading.Event()
             pause = (state.poll_interval_ms or DEFAULT_POLL_INTERVAL * 1000) / 1000
             wait_sliced(self.done, stop.wait, max(MIN_POLL_INTERVAL, pause))
+
+
+def start_task(
+    host: TaskHost,
+    name: str,
+    arguments: Mapping[str, Any] | None,
+    ttl: float | None,
+    options: CallOptions,
+) -> TaskCall:
+    """``tools/call`` as a task (``ttl`` in seconds: 2025-11-25 ``params.task.ttl`` in ms; at
+    2026-07-28 the server decides); the :class:`TaskCall` of the answer."""
+    params: dict[str, Any] = {"name": name}
+    if arguments is not None:
+        params["arguments"] = dict(arguments)
+    if host.era is not Era.MODERN:
+        params["task"] = {} if ttl is None else {"ttl": round(ttl * 1000)}
+    return TaskCall.from_answer(host, host.task_request("tools/call", params, options), options)
+
+
+def list_all_tasks(host: TaskHost, options: CallOptions) -> list[TaskState]:
+    """Every task ``tasks/list`` shows, page after page (2025-11-25 only)."""
+    if host.era is Era.MODERN:
+        raise CapabilityError("tasks/list does not exist at 2026-07-28 (keep the task ids)")
+    tasks: list[TaskState] = []
+    cursor: str | None = None
+    while True:
+        page = host.task_request(
+            "tasks/list", {} if cursor is None else {"cursor": cursor}, options
+        )
+        tasks.extend(TaskState.from_wire(task) for task in page.get("tasks", []))
+        cursor = page.get("nextCursor")
+        if not cursor:
+            return tasks

@@ -1,0 +1,40 @@
+"""Tasks over stdio, in both eras: mcp_sync's client against examples/task_report.py run as a
+server process (``--serve``)."""
+
+from __future__ import annotations
+
+import pytest
+from support.paths import PYTHON, ROOT
+from support.waiting import PEER_WAIT
+
+from mcp_sync import Cancelled, Client
+
+SERVER = [PYTHON, str(ROOT / "examples" / "task_report.py"), "--serve"]
+ERAS = [pytest.param("legacy", id="2025-11-25"), pytest.param("modern", id="2026-07-28")]
+
+
+@pytest.mark.parametrize("protocol", ERAS)
+def test_a_short_task_completes(protocol: str) -> None:
+    with Client.stdio(SERVER, protocol=protocol, stderr="capture") as client:
+        task = client.call_tool_as_task(
+            "build_report", {"month": "2026-10", "minutes": 0.005}, timeout=PEER_WAIT
+        )
+        assert task.task_id
+        result = task.result(timeout=PEER_WAIT)
+        assert result.content[0].text == "report 2026-10: 3 steps"
+        assert client.get_task(task.task_id, timeout=PEER_WAIT).status == "completed"
+
+
+@pytest.mark.parametrize("protocol", ERAS)
+def test_cancel_stops_the_handler_in_the_server_process(protocol: str) -> None:
+    with Client.stdio(SERVER, protocol=protocol, stderr="capture") as client:
+        task = client.call_tool_as_task(
+            "build_report", {"month": "2026-11", "minutes": 10}, timeout=PEER_WAIT
+        )
+        assert task.status().status == "working"
+        assert task.cancel("no longer needed").status == "cancelled"
+        report = client.call_tool("last_report", {"wait_seconds": PEER_WAIT}, timeout=PEER_WAIT)
+        assert (report.structured_content or {}).get("state") == "cancelled"
+        with pytest.raises(Cancelled):
+            task.result(timeout=PEER_WAIT)
+        assert client.get_task(task.task_id, timeout=PEER_WAIT).status == "cancelled"
