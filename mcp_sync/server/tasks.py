@@ -196,6 +196,7 @@ class TaskService:
             raise ValueError("lease_seconds must be positive")
         self.server = server
         self._store = store
+        self._own_store = store is None  # made here on first use: closed by shutdown()
         self.max_tasks = max_tasks
         self.lease_seconds = lease_seconds
         self.poll_interval_ms = poll_interval_ms
@@ -426,7 +427,8 @@ class TaskService:
     def shutdown(self, grace: float = 5.0) -> list[threading.Thread]:
         """Stop: the tasks still running here end ``failed`` ("server stopped"), their tokens
         fire, and the pool's threads are joined for up to ``grace`` seconds (the threads still
-        alive are returned)."""
+        alive are returned). A store the service made itself is closed. The service can
+        serve again afterwards (with a new pool)."""
         with self._lock:
             running = list(self._running.values())
         for task in running:
@@ -440,7 +442,15 @@ class TaskService:
             except Exception:
                 _log.debug("task %s: not marked failed", task.task_id, exc_info=True)
             task.token.cancel("the server stopped")
-        return self._pool.shutdown(grace)
+        with self._lock:
+            pool, self._pool = self._pool, WorkerPool(self.max_tasks, self._pool.name)
+            store = self._store if self._own_store else None
+            if store is not None:
+                self._store = None
+        left = pool.shutdown(grace)
+        if store is not None:
+            store.close()
+        return left
 
 
 def _task_request(

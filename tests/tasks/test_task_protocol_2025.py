@@ -13,7 +13,7 @@ from support.sessions import connected
 from support.waiting import WAIT, wait_event, wait_until
 from tasks.task_servers import memory_store, task_server
 
-from mcp_sync import Cancelled, McpError
+from mcp_sync import Cancelled, CancelToken, McpError
 from mcp_sync.lifecycle import RELATED_TASK_KEY
 from mcp_sync.tasks.store import TaskStore
 
@@ -268,3 +268,31 @@ def test_unknown_task_is_invalid_params(store: TaskStore, gates: GateProbe) -> N
         with pytest.raises(McpError) as info:
             conn.client.request("tasks/get", {}, timeout=WAIT)
         assert info.value.code == -32602
+
+
+def test_a_stopping_server_fails_its_running_tasks(store: TaskStore, gates: GateProbe) -> None:
+    server = task_server(store, gates)
+    with connected(server) as conn:
+        task = conn.client.call_tool_as_task("slow", {"tag": "s"}, timeout=WAIT)
+        wait_event(gates.started("s"), "the handler to start")
+        assert server.tasks.shutdown(WAIT) == []  # joined: the handler saw its token
+        assert gates.cancelled("s").is_set()
+        state = conn.client.get_task(task.task_id, timeout=WAIT)
+        assert (state.status, state.status_message) == ("failed", "the server stopped")
+        gates.release("s2")
+        again = conn.client.call_tool_as_task("slow", {"tag": "s2"}, timeout=WAIT)
+        assert again.result(timeout=WAIT).content[0].text == "s2 done"  # it serves again
+
+
+def test_a_closed_session_cancels_its_tasks(store: TaskStore, gates: GateProbe) -> None:
+    from mcp_sync.server.tasks import owner_of
+
+    server = task_server(store, gates)
+    with connected(server) as conn:
+        task = conn.client.call_tool_as_task("slow", {"tag": "u"}, timeout=WAIT)
+        wait_event(gates.started("u"), "the handler to start")
+        owner = owner_of(conn.handle.session.scoped(CancelToken()))
+    wait_event(gates.cancelled("u"), "the handler's token to fire")
+    wait_until(lambda: server.tasks.running(task.task_id) is None, "the handler to end")
+    state = store.get(task.task_id, owner=owner)
+    assert (state.status, state.status_message) == ("cancelled", "the session ended")
