@@ -42,7 +42,7 @@ from .call_options import CallOptions
 from .cancel import CancelToken
 from .errors import Cancelled, CapabilityError, McpError, WaitTimeout
 from .jsonrpc import INVALID_PARAMS
-from .lifecycle import Era
+from .lifecycle import TASKS_EXTENSION, Era
 from .results import parser_for
 
 __all__ = [
@@ -116,6 +116,9 @@ class TaskHost(Protocol):
 
     @property
     def era(self) -> Era | None: ...
+
+    @property
+    def server_capabilities(self) -> dict[str, Any]: ...
 
     def task_request(
         self, method: str, params: dict[str, Any], options: CallOptions
@@ -354,6 +357,7 @@ def start_task(
 ) -> TaskCall:
     """``tools/call`` as a task (``ttl`` in seconds: 2025-11-25 ``params.task.ttl`` in ms; at
     2026-07-28 the server decides); the :class:`TaskCall` of the answer."""
+    _require_tasks(host, "requests", "tools/call as a task")
     params: dict[str, Any] = {"name": name}
     if arguments is not None:
         params["arguments"] = dict(arguments)
@@ -366,6 +370,7 @@ def list_all_tasks(host: TaskHost, options: CallOptions) -> list[TaskState]:
     """Every task ``tasks/list`` shows, page after page (2025-11-25 only)."""
     if host.era is Era.MODERN:
         raise CapabilityError("tasks/list does not exist at 2026-07-28 (keep the task ids)")
+    _require_tasks(host, "list", "tasks/list")
     tasks: list[TaskState] = []
     cursor: str | None = None
     while True:
@@ -376,3 +381,24 @@ def list_all_tasks(host: TaskHost, options: CallOptions) -> list[TaskState]:
         cursor = page.get("nextCursor")
         if not cursor:
             return tasks
+
+
+def _require_tasks(host: TaskHost, member: str, what: str) -> None:
+    """:class:`~mcp_sync.errors.CapabilityError` (nothing sent) unless the server declared
+    tasks: at 2025-11-25 ``tasks.<member>`` (``tasks.requests.tools.call`` for a call), at
+    2026-07-28 the extension in ``server/discover``."""
+    capabilities = host.server_capabilities
+    if host.era is Era.MODERN:
+        extensions = capabilities.get("extensions")
+        if not (isinstance(extensions, Mapping) and TASKS_EXTENSION in extensions):
+            raise CapabilityError(
+                f"{what}: the server does not offer the {TASKS_EXTENSION} extension"
+            )
+        return
+    tasks = capabilities.get("tasks")
+    declared = tasks.get(member) if isinstance(tasks, Mapping) else None
+    if member == "requests":
+        tools = declared.get("tools") if isinstance(declared, Mapping) else None
+        declared = tools.get("call") if isinstance(tools, Mapping) else None
+    if declared is None:
+        raise CapabilityError(f"{what}: the server did not declare the 'tasks' capability for it")

@@ -127,3 +127,18 @@ def test_a_cancelled_task_has_no_result(store: TaskStore, gates: GateProbe) -> N
         assert info.value.code == -32602 and info.value.data == {"status": "cancelled"}
         with pytest.raises(Cancelled):
             conn.client.task(task.task_id).result(timeout=WAIT)
+
+
+@pytest.mark.parametrize("protocol", ERAS)
+def test_no_task_is_asked_of_a_server_that_runs_none(store: TaskStore, protocol: str) -> None:
+    from mcp_sync import CapabilityError, Server
+
+    server = Server("no-tasks", task_store=store)
+    server.tool()(lambda: "x")
+    with connected(server, protocol=protocol) as conn:
+        with pytest.raises(CapabilityError):
+            conn.client.call_tool_as_task("<lambda>", {}, timeout=WAIT)
+        assert requests(list(conn.wire.received), "tools/call") == []
+        if protocol == "legacy":
+            with pytest.raises(CapabilityError):
+                conn.client.list_tasks(timeout=WAIT)
