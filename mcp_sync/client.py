@@ -780,6 +780,28 @@ class Client(Session):
         capabilities["extensions"] = {**capabilities.get("extensions", {}), TASKS_EXTENSION: {}}
         return dataclasses.replace(envelope, client_capabilities=capabilities)
 
+    def listen_to_task(
+        self, task_id: str, on_change: Callable[[Mapping[str, Any]], None]
+    ) -> Callable[[], None] | None:
+        """(2026-07-28) ``notifications/tasks`` of one task to ``on_change`` (see
+        :class:`~mcp_sync.task_call.TaskHost`); ``None`` when the server does not listen."""
+        if self.lifecycle.era is not Era.MODERN:
+            return None
+        try:
+            sub = self.listen(
+                tasks=[task_id],
+                on_notification=lambda event: (
+                    on_change(event.params) if event.method == "notifications/tasks" else None
+                ),
+                ack_timeout=self.discover_timeout,
+            )
+        except (McpError, CapabilityError, TimeoutError):
+            return None
+        if task_id not in (sub.acknowledged or {}).get("taskIds", []):
+            sub.close()
+            return None
+        return sub.close
+
     def answer_task_input(
         self, key: str, method: str, params: dict[str, Any], token: CancelToken
     ) -> Any:

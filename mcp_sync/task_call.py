@@ -6,7 +6,9 @@ server answered with the task it created). It is a :class:`concurrent.futures.Fu
 
 * :meth:`TaskCall.status` asks ``tasks/get`` and returns a :class:`TaskState`;
 * :meth:`TaskCall.result` waits for the end, polling ``tasks/get`` at the task's
-  ``pollInterval`` (2026-07-28: ``pollIntervalMs``), and returns what ``call_tool`` would have
+  ``pollInterval`` (2026-07-28: ``pollIntervalMs``, and listening for the task's
+  ``notifications/tasks`` on a ``subscriptions/listen`` stream while it waits, so that a
+  change wakes it at once), and returns what ``call_tool`` would have
   returned (a tool error is a result with ``is_error``; a JSON-RPC error raises
   :class:`~mcp_sync.errors.McpError`; a cancelled task raises
   :class:`~mcp_sync.errors.Cancelled`). Input the task needs is answered by the client's own
@@ -16,7 +18,7 @@ server answered with the task it created). It is a :class:`concurrent.futures.Fu
 * :meth:`TaskCall.cancel` sends ``tasks/cancel`` -- never ``notifications/cancelled`` -- and
   returns the :class:`TaskState` it got back once the server acknowledged it.
 
-The future settles when a wait of this handle sees the task end (:meth:`~TaskCall.result`,
+The future settles when a call of this handle sees the task end (:meth:`~TaskCall.result`,
 :meth:`~TaskCall.exception`, :meth:`~TaskCall.status`, :meth:`~TaskCall.cancel`): nothing
 polls in the background, so no thread is held per task.
 
@@ -32,7 +34,7 @@ from __future__ import annotations
 import concurrent.futures
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -131,6 +133,13 @@ class TaskHost(Protocol):
     ) -> Any:
         """Answer one of a task's ``inputRequests`` with the client's own handler."""
 
+    def listen_to_task(
+        self, task_id: str, on_change: Callable[[Mapping[str, Any]], None]
+    ) -> Callable[[], None] | None:
+        """(2026-07-28) Have ``on_change(detailed_task)`` called for each
+        ``notifications/tasks`` of the task; returns the function that stops it, or ``None``
+        when the server cannot (then the handle polls only)."""
+
 
 def _call_tool_result(raw: Mapping[str, Any]) -> Any:
     body = {k: v for k, v in raw.items() if k != "resultType"}
@@ -164,6 +173,8 @@ class TaskCall(concurrent.futures.Future):  # type: ignore[type-arg]
         self._answered: set[str] = set()  # input keys answered (2026-07-28)
         self._drive = threading.Lock()  # one thread at a time talks to the server for us
         self._cancel_reason: str | None = None
+        self._pushed: TaskState | None = None  # the last notifications/tasks, not yet seen
+        self._push = threading.Event()
 
     # -- construction ------------------------------------------------------------------------
     @classmethod
@@ -252,7 +263,30 @@ class TaskCall(concurrent.futures.Future):  # type: ignore[type-arg]
             return exc
         return None
 
+    def _on_push(self, task: Mapping[str, Any]) -> None:
+        """A ``notifications/tasks`` of this task (on the client's callback thread)."""
+        try:
+            state = TaskState.from_wire(task)
+        except McpError:
+            return
+        self._pushed = state
+        if state.terminal:
+            self._settle_modern(state)
+        self._push.set()
+
     def _wait(self, timeout: float | None) -> None:
+        stop_listening = None
+        if self._host.era is Era.MODERN and self.task_id is not None and not self.done():
+            stop_listening = self._host.listen_to_task(self.task_id, self._on_push)
+        try:
+            self._poll(timeout)
+        finally:
+            if stop_listening is not None:
+                stop_listening()
+
+    def _poll(self, timeout: float | None) -> None:
+        """Ask ``tasks/get`` at the task's poll interval (woken early by a notification)
+        until the task ends or ``timeout`` passes."""
         end = None if timeout is None else time.monotonic() + timeout
         while not self.done():
             remaining = None if end is None else end - time.monotonic()
@@ -261,7 +295,9 @@ class TaskCall(concurrent.futures.Future):  # type: ignore[type-arg]
             with self._drive:
                 if self.done():
                     return
-                state = self.status()
+                pushed, self._pushed = self._pushed, None
+                self._push.clear()
+                state = pushed if pushed is not None else self.status()
                 if self.done():
                     return
                 if self._host.era is Era.MODERN:
@@ -279,8 +315,8 @@ class TaskCall(concurrent.futures.Future):  # type: ignore[type-arg]
             pause = max(MIN_POLL_INTERVAL, pause)
             if remaining is not None:
                 pause = min(pause, remaining)
-            stop = threading.Event()  # never set: a sliced sleep that Ctrl-C interrupts
-            wait_sliced(self.done, stop.wait, pause)
+            # a sliced sleep that Ctrl-C interrupts, cut short by a notification
+            wait_sliced(lambda: self.done() or self._push.is_set(), self._push.wait, pause)
 
     # -- 2025-11-25 ------------------------------------------------------------------------------
     def _fetch_result(self, timeout: float | None) -> None:

@@ -4,10 +4,12 @@ methods, notifications/tasks through subscriptions/listen, input through inputRe
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from support.messages import requests
 from support.probes import GateProbe
 from support.sessions import connected
 from support.waiting import WAIT, wait_event, wait_until
@@ -228,3 +230,28 @@ def test_two_inputs_at_once_and_a_partial_update(store: TaskStore, gates: GatePr
         )
         wait_until(lambda: detailed()["status"] == "completed", "the task to finish")
         assert detailed()["result"]["content"][0]["text"] == "Ann and Bo"
+
+
+def test_result_listens_for_the_end_instead_of_waiting_a_poll_interval(
+    store: TaskStore, gates: GateProbe
+) -> None:
+    server = task_server(store, gates)
+    server.tasks.poll_interval_ms = 600_000  # a poll would come only after ten minutes
+    with modern(server) as conn:
+        task = conn.client.call_tool_as_task("slow", {"tag": "w"}, timeout=WAIT)
+        wait_event(gates.started("w"), "the handler to start")
+
+        # released once result() listens (its subscriptions/listen reached the server)
+        def release_when_listening() -> None:
+            wait_until(
+                lambda: requests(list(conn.wire.received), "subscriptions/listen"), "a listen"
+            )
+            gates.release("w")
+
+        releaser = threading.Thread(target=release_when_listening)
+        releaser.start()
+        try:
+            assert task.result(timeout=WAIT).content[0].text == "w done"
+        finally:
+            releaser.join(WAIT)
+        assert len(requests(list(conn.wire.received), "tasks/get")) <= 2
