@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import shutil
-import socket
 import textwrap
 import threading
 import time
@@ -15,63 +13,21 @@ import pytest
 import redis
 from support.paths import PYTHON
 from support.processes import Proc
+from support.redis_server import REDIS_SERVER, RedisServer, running_redis
 from support.waiting import PEER_WAIT, wait_until
 
 from mcp_sync.errors import BusUnavailable
 from mcp_sync.server.bus import BusMessage, MessageBus, RedisBus, process_id
 
-REDIS_SERVER = shutil.which("redis-server")
 pytestmark = pytest.mark.skipif(
     REDIS_SERVER is None, reason="redis-server is not installed (.ci/run installs it)"
 )
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-class RedisServer:
-    """A redis-server process on a loopback port that a test can kill and start again."""
-
-    def __init__(self) -> None:
-        self.port = free_port()
-        self.url = f"redis://127.0.0.1:{self.port}/0"
-        self.proc: Proc | None = None
-
-    def start(self) -> None:
-        assert REDIS_SERVER is not None
-        self.proc = Proc(
-            [
-                REDIS_SERVER,
-                "--port",
-                str(self.port),
-                "--bind",
-                "127.0.0.1",
-                "--save",
-                "",
-                "--appendonly",
-                "no",
-            ]
-        )
-        self.proc.wait_for("stdout", "Ready to accept connections", PEER_WAIT)
-
-    def kill(self) -> None:
-        if self.proc is not None:
-            self.proc.kill()
-            self.proc.finish(PEER_WAIT)
-            self.proc = None
-
-
 @pytest.fixture
 def redis_server() -> Iterator[RedisServer]:
-    server = RedisServer()
-    server.start()
-    try:
+    with running_redis() as server:
         yield server
-    finally:
-        server.kill()
 
 
 @pytest.fixture

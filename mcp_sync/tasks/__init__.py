@@ -7,6 +7,8 @@ processes) implement it.
 
 from __future__ import annotations
 
+from .memory import MemoryTaskStore, TaskStoreFull
+from .sqlite import SqliteTaskStore
 from .store import (
     TERMINAL_STATUSES,
     TaskAlreadyTerminal,
@@ -17,6 +19,9 @@ from .store import (
 )
 
 __all__ = [
+    "MemoryTaskStore",
+    "SqliteTaskStore",
+    "TaskStoreFull",
     "TERMINAL_STATUSES",
     "TaskAlreadyTerminal",
     "TaskNotFound",

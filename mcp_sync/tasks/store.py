@@ -23,7 +23,7 @@ from __future__ import annotations
 import abc
 import dataclasses
 from collections.abc import Callable, Mapping
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 __all__ = [
     "TaskStatus",
@@ -69,8 +69,9 @@ class TaskRecord:
         updated_at: time of the last change, seconds since the epoch.
         ttl_ms: lifetime from creation in milliseconds (``None``: unlimited).
         poll_interval_ms: the polling interval suggested to requestors.
-        outcome: set exactly when terminal: ``{"result": {...}}`` (what the request would have
-            returned) or ``{"error": {"code": ..., "message": ...}}`` (a JSON-RPC error).
+        outcome: set exactly when ``completed`` or ``failed``: ``{"result": {...}}`` (what the
+            request would have returned) or ``{"error": {"code": ..., "message": ...}}`` (a
+            JSON-RPC error); ``None`` while running and once ``cancelled``.
         input_requests: while ``input_required``: the requests waiting for the requestor,
             keyed by ids unique for the task's lifetime.
         input_responses: answers the requestor has sent and the handler has not taken yet.
@@ -100,6 +101,9 @@ class TaskRecord:
     def terminal(self) -> bool:
         """``True`` once the task is ``completed``, ``failed`` or ``cancelled``."""
         return self.status in TERMINAL_STATUSES
+
+
+_Store = TypeVar("_Store", bound="TaskStore")
 
 
 class TaskStore(abc.ABC):
@@ -210,7 +214,7 @@ class TaskStore(abc.ABC):
     def close(self) -> None:
         """Release connections and threads (idempotent). Watches stop."""
 
-    def __enter__(self) -> TaskStore:
+    def __enter__(self: _Store) -> _Store:
         return self
 
     def __exit__(self, *exc_info: object) -> None:
