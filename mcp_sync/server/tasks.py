@@ -40,7 +40,8 @@ from ..errors import McpError
 from ..jsonrpc import INTERNAL_ERROR, Request
 from ..lifecycle import Era, RequestEnvelope
 from ..protocol import InboundRequest, InboundState
-from ..tasks.store import TaskRecord, TaskStore
+from ..tasks.memory import TaskStoreFull
+from ..tasks.store import TaskNotFound, TaskRecord, TaskStore
 from ..workers import WorkerPool
 from . import tasks_wire
 from .records import RegisteredTool
@@ -213,7 +214,7 @@ class TaskService:
         """The task store (made on first use when none was given)."""
         with self._lock:
             if self._store is None:
-                from ..tasks import MemoryTaskStore  # type: ignore[attr-defined]
+                from ..tasks import MemoryTaskStore
 
                 self._store = MemoryTaskStore()
             return self._store
@@ -264,14 +265,19 @@ class TaskService:
                 store.purge_expired()
             except Exception:
                 _log.debug("purging expired tasks failed", exc_info=True)
-            record = store.create(
-                owner=owner,
-                ttl_ms=ttl_ms if ttl_ms is not None else self.default_ttl_ms,
-                poll_interval_ms=self.poll_interval_ms,
-                worker=self.worker_id,
-                lease_seconds=self.lease_seconds,
-                meta={"method": request.method, "tool": tool.name, "era": era.value},
-            )
+            try:
+                record = store.create(
+                    owner=owner,
+                    ttl_ms=ttl_ms if ttl_ms is not None else self.default_ttl_ms,
+                    poll_interval_ms=self.poll_interval_ms,
+                    worker=self.worker_id,
+                    lease_seconds=self.lease_seconds,
+                    meta={"method": request.method, "tool": tool.name, "era": era.value},
+                )
+            except TaskStoreFull as exc:
+                raise McpError(
+                    INTERNAL_ERROR, f"the task store is full ({exc}); try again later"
+                ) from None
             running = RunningTask(
                 task_id=record.task_id,
                 owner=owner,
@@ -331,6 +337,8 @@ class TaskService:
         """Record the outcome (unless the task ended first, e.g. cancelled) and let go."""
         try:
             self.store.finish(running.task_id, status, outcome, message=message)
+        except TaskNotFound:  # deleted meanwhile (expired, or the store closed): nobody asks
+            _log.debug("task %s: gone before its outcome was stored", running.task_id)
         except Exception:
             _log.warning("task %s: outcome not stored", running.task_id, exc_info=True)
         finally:

@@ -11,7 +11,7 @@ import os
 from pathlib import Path
 
 from mcp_sync import Context, Server
-from mcp_sync.tasks import RedisTaskStore  # type: ignore[attr-defined]
+from mcp_sync.tasks import RedisTaskStore  # type: ignore[attr-defined,unused-ignore]
 
 MARKERS = Path(os.environ["MCP_TASKS_MARKERS"])
 

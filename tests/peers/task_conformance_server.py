@@ -64,7 +64,10 @@ def multi_input(ctx: Context) -> str:
     answers: dict[str, Any] = {}
 
     def ask(label: str) -> None:
-        answers[label] = ctx.session.elicit(f"{label}?", SCHEMA).content
+        try:
+            answers[label] = ctx.session.elicit(f"{label}?", SCHEMA).content
+        except Exception as exc:  # the task was cancelled, or the server stops
+            answers[label] = repr(exc)
 
     threads = [threading.Thread(target=ask, args=(label,)) for label in ("first", "second")]
     for thread in threads:

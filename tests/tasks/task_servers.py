@@ -1,28 +1,38 @@
 """The servers and stores the task protocol tests share.
 
-:func:`task_server` serves gated tools in every task mode; :func:`memory_store` is the store
-the protocol tests run on (the in-memory one).
+:func:`task_server` serves gated tools in every task mode; :func:`make_store` makes the stores
+the protocol tests are parametrized over.
 """
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from support.probes import GateProbe
 
 from mcp_sync import Context, McpError, Server
+from mcp_sync.tasks import MemoryTaskStore, SqliteTaskStore
 from mcp_sync.tasks.store import TaskStore
 
 
 def memory_store() -> TaskStore:
     """A fresh in-memory task store."""
-    try:
-        from mcp_sync.tasks import MemoryTaskStore  # type: ignore[attr-defined]
-    except ImportError:  # until the stores are in
-        from tasks._fake_store import FakeStore
+    return MemoryTaskStore()
 
-        return FakeStore()
-    return MemoryTaskStore()  # type: ignore[no-any-return]
+
+STORES = ["memory", "sqlite"]
+"""The stores the protocol tests run on where the store matters (Redis: see
+:func:`redis_store`)."""
+
+
+def make_store(kind: str, tmp_path: Path) -> TaskStore:
+    """A fresh store of ``kind``: ``"memory"`` or ``"sqlite"`` (a file under ``tmp_path``)."""
+    if kind == "memory":
+        return MemoryTaskStore()
+    if kind == "sqlite":
+        return SqliteTaskStore(tmp_path / "tasks.db")
+    raise ValueError(kind)
 
 
 def task_server(store: TaskStore, gates: GateProbe, **options: Any) -> Server:

@@ -5,22 +5,23 @@ from __future__ import annotations
 
 import concurrent.futures
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 from support.probes import Collector, GateProbe
 from support.sessions import connected
 from support.waiting import WAIT, wait_event, wait_until
-from tasks.task_servers import memory_store, task_server
+from tasks.task_servers import STORES, make_store, task_server
 
 from mcp_sync import Cancelled, CancelToken, McpError
 from mcp_sync.lifecycle import RELATED_TASK_KEY
 from mcp_sync.tasks.store import TaskStore
 
 
-@pytest.fixture
-def store() -> Iterator[TaskStore]:
-    with memory_store() as store:
+@pytest.fixture(params=STORES)
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[TaskStore]:
+    with make_store(request.param, tmp_path) as store:
         yield store
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -13,7 +14,7 @@ from support.messages import requests
 from support.probes import GateProbe
 from support.sessions import connected
 from support.waiting import WAIT, wait_event, wait_until
-from tasks.task_servers import memory_store, task_server
+from tasks.task_servers import STORES, make_store, task_server
 
 from mcp_sync import Cancelled, McpError
 from mcp_sync.lifecycle import TASKS_EXTENSION
@@ -22,9 +23,9 @@ from mcp_sync.tasks.store import TaskStore
 REQUIRED = {"requiredCapabilities": {"extensions": {TASKS_EXTENSION: {}}}}
 
 
-@pytest.fixture
-def store() -> Iterator[TaskStore]:
-    with memory_store() as store:
+@pytest.fixture(params=STORES)
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[TaskStore]:
+    with make_store(request.param, tmp_path) as store:
         yield store
 
 

@@ -8,12 +8,13 @@ from __future__ import annotations
 import random
 import threading
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 from support.sessions import connected
 from support.waiting import WAIT, wait_until
-from tasks.task_servers import memory_store
+from tasks.task_servers import STORES, make_store
 
 from mcp_sync import CancelToken, Context, McpError, Server
 from mcp_sync.tasks.store import TaskStore
@@ -22,9 +23,9 @@ TASKS = 60
 ERAS = [pytest.param("legacy", id="2025-11-25"), pytest.param("modern", id="2026-07-28")]
 
 
-@pytest.fixture
-def store() -> Iterator[TaskStore]:
-    with memory_store() as store:
+@pytest.fixture(params=STORES)
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[TaskStore]:
+    with make_store(request.param, tmp_path) as store:
         yield store
 
 
