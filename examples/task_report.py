@@ -5,6 +5,7 @@ Run it::
     python examples/task_report.py                  # the demo: spawns itself as the server
     python examples/task_report.py --protocol legacy  # the same at 2025-11-25
     python examples/task_report.py --serve          # only the server, over stdio
+    python examples/task_report.py --serve --db tasks.db  # tasks kept in SQLite
 
 The server's ``build_report`` tool is declared ``@server.tool(task="optional")``: a client
 that asks for a task (``client.call_tool_as_task``) gets a handle back at once while the
@@ -29,14 +30,13 @@ import threading
 from pathlib import Path
 
 from mcp_sync import Client, Context, Server
+from mcp_sync.tasks import SqliteTaskStore, TaskStore
 
-server = Server("reports")
 _lock = threading.Lock()
 _last: dict[str, object] = {}
 _ended = threading.Event()
 
 
-@server.tool(task="optional")
 def build_report(month: str, minutes: float, ctx: Context) -> str:
     """Build the report of ``month`` (it takes ``minutes`` minutes; it stops when cancelled)."""
     with _lock:
@@ -55,7 +55,6 @@ def build_report(month: str, minutes: float, ctx: Context) -> str:
     return f"report {month}: {steps} steps"
 
 
-@server.tool()
 def last_report(wait_seconds: float = 5.0) -> dict[str, object]:
     """How the latest report ended (waits up to ``wait_seconds`` for its handler to end)."""
     _ended.wait(wait_seconds)
@@ -87,14 +86,35 @@ def demo(protocol: str, minutes: float) -> int:
     return 0
 
 
+def build_server(task_store: TaskStore | None = None) -> Server:
+    """The reports server: ``build_report`` may run as a task (``task="optional"``)."""
+    server = Server("reports", task_store=task_store)  # default: a MemoryTaskStore
+    server.tool(task="optional")(build_report)
+    server.tool()(last_report)
+    return server
+
+
+def serve(db: str | None, lease: float | None) -> None:
+    """Serve over stdio; with ``db`` the tasks live in that SQLite file, so that a server
+    started again on it finds them (and marks failed the ones a dead server was running)."""
+    server = build_server(SqliteTaskStore(db) if db is not None else None)
+    if lease is not None:
+        server.tasks.lease_seconds = lease
+    server.run()
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--serve", action="store_true", help="serve over stdio only")
     parser.add_argument("--protocol", default="modern", help="modern (default) or legacy")
     parser.add_argument("--minutes", type=float, default=10.0, help="how long the report takes")
+    parser.add_argument("--db", help="(--serve) keep the tasks in this SQLite file")
+    parser.add_argument(
+        "--lease", type=float, help="(--serve) seconds before a dead server's task is failed"
+    )
     options = parser.parse_args(argv)
     if options.serve:
-        server.run()
+        serve(options.db, options.lease)
         return 0
     return demo(options.protocol, options.minutes)
 
