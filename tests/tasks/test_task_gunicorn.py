@@ -25,7 +25,7 @@ tasks_module = pytest.importorskip("mcp_sync.tasks")
 if not hasattr(tasks_module, "RedisTaskStore"):
     pytest.skip("RedisTaskStore is not available", allow_module_level=True)
 
-from test_bus_redis import REDIS_SERVER, RedisServer  # noqa: E402
+from support.redis_server import REDIS_SERVER, RedisServer  # noqa: E402
 
 pytestmark = pytest.mark.skipif(REDIS_SERVER is None, reason="redis-server is not installed")
 
