@@ -8,6 +8,7 @@ processes) implement it.
 from __future__ import annotations
 
 from .memory import MemoryTaskStore, TaskStoreFull
+from .redis_store import RedisTaskStore
 from .sqlite import SqliteTaskStore
 from .store import (
     TERMINAL_STATUSES,
@@ -21,6 +22,7 @@ from .store import (
 __all__ = [
     "MemoryTaskStore",
     "SqliteTaskStore",
+    "RedisTaskStore",
     "TaskStoreFull",
     "TERMINAL_STATUSES",
     "TaskAlreadyTerminal",

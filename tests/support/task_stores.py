@@ -13,7 +13,10 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from mcp_sync.tasks import MemoryTaskStore, SqliteTaskStore, TaskStore
+import pytest
+
+from mcp_sync.tasks import MemoryTaskStore, RedisTaskStore, SqliteTaskStore, TaskStore
+from support.redis_server import REDIS_SERVER
 
 
 class FakeClock:
@@ -50,6 +53,10 @@ class StoreMaker:
             store = MemoryTaskStore(**options)
         elif self.kind == "sqlite":
             store = SqliteTaskStore(options.pop("path", self.path), **options)
+        elif self.kind == "redis":
+            assert self.redis_url is not None
+            options.setdefault("prefix", self.prefix)
+            store = RedisTaskStore(self.redis_url, **options)
         else:
             raise AssertionError(f"no such store kind: {self.kind}")
         self.made.append(store)
@@ -58,3 +65,9 @@ class StoreMaker:
     def close_all(self) -> None:
         for store in self.made:
             store.close()
+
+
+NEEDS_REDIS = pytest.mark.skipif(
+    REDIS_SERVER is None, reason="redis-server is not installed (.ci/run installs it)"
+)
+"""Mark for a test (or a parameter) that runs a redis-server."""

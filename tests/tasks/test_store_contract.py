@@ -9,7 +9,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from support.task_stores import FakeClock, StoreMaker
+from support.redis_server import RedisServer, running_redis
+from support.task_stores import NEEDS_REDIS, FakeClock, StoreMaker
 from support.waiting import WAIT, wait_event
 
 from mcp_sync.tasks import TaskAlreadyTerminal, TaskNotFound, TaskRecord, TaskStore
@@ -17,12 +18,19 @@ from mcp_sync.tasks._common import LEASE_EXPIRED_MESSAGE, MAX_PAGE_SIZE, MAX_TTL
 
 StoreFactory = Callable[..., TaskStore]
 
-KINDS = ["memory", "sqlite"]
+KINDS = ["memory", "sqlite", pytest.param("redis", marks=NEEDS_REDIS)]
+
+
+@pytest.fixture
+def redis_server() -> Iterator[RedisServer]:
+    with running_redis() as server:
+        yield server
 
 
 @pytest.fixture(params=KINDS)
 def store_factory(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[StoreMaker]:
-    maker = StoreMaker(request.param, tmp_path)
+    url = request.getfixturevalue("redis_server").url if request.param == "redis" else None
+    maker = StoreMaker(request.param, tmp_path, url)
     yield maker
     maker.close_all()
 
