@@ -6,13 +6,19 @@ the protocol tests are parametrized over.
 
 from __future__ import annotations
 
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import pytest
 from support.probes import GateProbe
+from support.redis_server import RedisServer, running_redis
+from support.task_stores import NEEDS_REDIS
 
 from mcp_sync import Context, McpError, Server
-from mcp_sync.tasks import MemoryTaskStore, SqliteTaskStore
+from mcp_sync.tasks import MemoryTaskStore, RedisTaskStore, SqliteTaskStore
 from mcp_sync.tasks.store import TaskStore
 
 
@@ -21,18 +27,38 @@ def memory_store() -> TaskStore:
     return MemoryTaskStore()
 
 
-STORES = ["memory", "sqlite"]
-"""The stores the protocol tests run on where the store matters (Redis: see
-:func:`redis_store`)."""
+STORES = ["memory", "sqlite", pytest.param("redis", marks=NEEDS_REDIS)]
+"""The stores the protocol tests run on where the store matters."""
 
 
-def make_store(kind: str, tmp_path: Path) -> TaskStore:
-    """A fresh store of ``kind``: ``"memory"`` or ``"sqlite"`` (a file under ``tmp_path``)."""
+def make_store(kind: str, tmp_path: Path, redis_url: str | None = None) -> TaskStore:
+    """A fresh store of ``kind``: ``"memory"``, ``"sqlite"`` (a file under ``tmp_path``) or
+    ``"redis"`` (keys of its own on the server at ``redis_url``)."""
     if kind == "memory":
         return MemoryTaskStore()
     if kind == "sqlite":
         return SqliteTaskStore(tmp_path / "tasks.db")
+    if kind == "redis":
+        assert redis_url is not None
+        return RedisTaskStore(redis_url, prefix=f"t{uuid.uuid4().hex[:12]}:")
     raise ValueError(kind)
+
+
+@pytest.fixture
+def task_redis() -> Iterator[RedisServer]:
+    """A redis-server of the test's own (its output pumps are threads: no test may inherit
+    them)."""
+    with running_redis() as server:
+        yield server
+
+
+@contextmanager
+def store_for(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[TaskStore]:
+    """The body of a test module's ``store`` fixture parametrized over :data:`STORES` (the
+    module imports :func:`task_redis` too)."""
+    url = request.getfixturevalue("task_redis").url if request.param == "redis" else None
+    with make_store(request.param, tmp_path, url) as made:
+        yield made
 
 
 def task_server(store: TaskStore, gates: GateProbe, **options: Any) -> Server:

@@ -12,7 +12,7 @@ import pytest
 from support.probes import Collector, GateProbe
 from support.sessions import connected
 from support.waiting import WAIT, wait_event, wait_until
-from tasks.task_servers import STORES, make_store, task_server
+from tasks.task_servers import STORES, store_for, task_redis, task_server  # noqa: F401 (task_redis: a fixture)
 
 from mcp_sync import Cancelled, CancelToken, McpError
 from mcp_sync.lifecycle import RELATED_TASK_KEY
@@ -21,8 +21,8 @@ from mcp_sync.tasks.store import TaskStore
 
 @pytest.fixture(params=STORES)
 def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[TaskStore]:
-    with make_store(request.param, tmp_path) as store:
-        yield store
+    with store_for(request, tmp_path) as made:
+        yield made
 
 
 @pytest.fixture

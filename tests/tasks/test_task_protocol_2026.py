@@ -14,7 +14,7 @@ from support.messages import requests
 from support.probes import GateProbe
 from support.sessions import connected
 from support.waiting import WAIT, wait_event, wait_until
-from tasks.task_servers import STORES, make_store, task_server
+from tasks.task_servers import STORES, store_for, task_redis, task_server  # noqa: F401 (task_redis: a fixture)
 
 from mcp_sync import Cancelled, McpError
 from mcp_sync.lifecycle import TASKS_EXTENSION
@@ -25,8 +25,8 @@ REQUIRED = {"requiredCapabilities": {"extensions": {TASKS_EXTENSION: {}}}}
 
 @pytest.fixture(params=STORES)
 def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[TaskStore]:
-    with make_store(request.param, tmp_path) as store:
-        yield store
+    with store_for(request, tmp_path) as made:
+        yield made
 
 
 @pytest.fixture

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from support.sessions import connected
 from support.waiting import WAIT, wait_until
-from tasks.task_servers import STORES, make_store
+from tasks.task_servers import STORES, store_for, task_redis  # noqa: F401 (task_redis: a fixture)
 
 from mcp_sync import CancelToken, Context, McpError, Server
 from mcp_sync.tasks.store import TaskStore
@@ -25,8 +25,8 @@ ERAS = [pytest.param("legacy", id="2025-11-25"), pytest.param("modern", id="2026
 
 @pytest.fixture(params=STORES)
 def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[TaskStore]:
-    with make_store(request.param, tmp_path) as store:
-        yield store
+    with store_for(request, tmp_path) as made:
+        yield made
 
 
 def racing_server(store: TaskStore, saw: dict[str, CancelToken], lock: threading.Lock) -> Server:
