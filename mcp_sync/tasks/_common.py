@@ -30,6 +30,8 @@ __all__ = [
     "MAX_LEASE_SECONDS",
     "MAX_PAGE_SIZE",
     "LEASE_EXPIRED_MESSAGE",
+    "DEFAULT_MAX_TASKS",
+    "TaskStoreFull",
     "Clock",
     "Transition",
     "new_task_id",
@@ -55,6 +57,15 @@ MAX_LEASE_SECONDS = 3600.0
 
 MAX_PAGE_SIZE = 100
 """The most tasks one :meth:`~mcp_sync.tasks.TaskStore.list` page holds."""
+
+DEFAULT_MAX_TASKS = 10_000
+"""How many tasks (of every owner, terminal ones included) a memory or SQLite store holds at
+most, unless told otherwise."""
+
+
+class TaskStoreFull(RuntimeError):
+    """The store holds as many tasks as it may, none of them expired or terminal."""
+
 
 LEASE_EXPIRED_MESSAGE = "the worker running this task stopped (its lease ran out)"
 """The ``status_message`` of a task marked ``failed`` because its worker's lease ran out."""
@@ -274,27 +285,31 @@ def renew_transition(worker: str, lease_seconds: float) -> Transition:
 # -- the shared implementation ----------------------------------------------------------------
 
 
+@dataclasses.dataclass(eq=False)
+class _Watch:
+    """One watch: its callback and the highest version it has been told (or had read)."""
+
+    callback: Callable[[TaskRecord], None]
+    version: int
+
+
 class _Watchers:
     """Callbacks per task id, called outside every lock of the store, each record version at
-    most once (a change seen both locally and through a notification channel or a poll is
-    announced once)."""
+    most once per watch (a change seen both locally and through a notification channel or a
+    poll is announced once). Each watch keeps its own version, so a watch added late is told
+    a change the others heard before it was registered (:meth:`StoreBase.watch` re-reads)."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._by_task: dict[str, list[Callable[[TaskRecord], None]]] = {}
-        self._announced: dict[str, int] = {}  # watched task id -> highest version announced
+        self._by_task: dict[str, list[_Watch]] = {}
 
     def add(
         self, task_id: str, callback: Callable[[TaskRecord], None], version: int = 0
     ) -> Callable[[], None]:
         """Watch ``task_id``, whose version the caller last saw is ``version``."""
-
-        def watcher(record: TaskRecord) -> None:  # a fresh function: this watch's identity
-            callback(record)
-
+        watch = _Watch(callback, version)
         with self._lock:
-            self._by_task.setdefault(task_id, []).append(watcher)
-            self._announced[task_id] = max(self._announced.get(task_id, 0), version)
+            self._by_task.setdefault(task_id, []).append(watch)
         done = threading.Event()
 
         def stop() -> None:
@@ -302,12 +317,11 @@ class _Watchers:
                 return
             done.set()
             with self._lock:
-                callbacks = self._by_task.get(task_id)
-                if callbacks is not None and watcher in callbacks:
-                    callbacks.remove(watcher)
-                    if not callbacks:
+                watches = self._by_task.get(task_id)
+                if watches is not None and watch in watches:
+                    watches.remove(watch)
+                    if not watches:
                         del self._by_task[task_id]
-                        self._announced.pop(task_id, None)
 
         return stop
 
@@ -317,29 +331,28 @@ class _Watchers:
 
     def notify(self, record: TaskRecord) -> None:
         with self._lock:
-            callbacks = list(self._by_task.get(record.task_id, ()))
-            if not callbacks or record.version <= self._announced.get(record.task_id, 0):
-                return
-            self._announced[record.task_id] = record.version
-        for callback in callbacks:
+            due = [w for w in self._by_task.get(record.task_id, ()) if w.version < record.version]
+            for watch in due:
+                watch.version = record.version
+        for watch in due:
             try:
-                callback(record)
+                watch.callback(record)
             except Exception:
                 _log.exception("task %s: a watch callback raised", record.task_id)
 
     def clear(self) -> None:
         with self._lock:
             self._by_task.clear()
-            self._announced.clear()
 
 
 class StoreBase(TaskStore):
     """Every :class:`~mcp_sync.tasks.TaskStore` method on four storage primitives.
 
     A subclass implements :meth:`_insert`, :meth:`_read`, :meth:`_apply` and :meth:`_page`
-    (and :meth:`_delete_expired`, :meth:`_close`); changes are announced to watchers through
-    :meth:`_announce`, which a store with its own notification channel (Redis pub/sub)
-    overrides to publish instead of calling the local watchers directly.
+    (and :meth:`_delete_expired`, :meth:`_close`). A change this store makes is announced to
+    its watchers through :meth:`_announce` once written; a store shared by processes also
+    tells its watchers of the others' changes (SQLite by a poll, Redis by the ``PUBLISH`` in
+    each write transaction), each version at most once per watch.
     """
 
     _wait_poll: float = WAIT_SLICE
@@ -418,7 +431,15 @@ class StoreBase(TaskStore):
         return current
 
     def _live(self, task_id: str, owner: str | None) -> TaskRecord:
-        current = self._change(task_id, lambda _record, _now: None)
+        """The task as it is now, for ``owner`` (``None``: any): a plain read, and the atomic
+        path (deleting an expired task, failing a dead lease) only when the read finds the
+        task expired or its lease run out."""
+        self._check_open()
+        current = self._read(task_id)
+        if current is not None:
+            now = self._clock()
+            if is_expired(current, now) or lease_check(current, now) is not None:
+                current = self._change(task_id, lambda _record, _now: None)
         if current is None or (owner is not None and current.owner != owner):
             raise TaskNotFound(task_id)
         return current
@@ -528,7 +549,11 @@ class StoreBase(TaskStore):
     def watch(self, task_id: str, callback: Callable[[TaskRecord], None]) -> Callable[[], None]:
         self._check_open()
         current = self._read(task_id)
-        return self._watchers.add(task_id, callback, 0 if current is None else current.version)
+        stop = self._watchers.add(task_id, callback, 0 if current is None else current.version)
+        latest = self._read(task_id)  # a change made between the read and the registration
+        if latest is not None:
+            self._watchers.notify(latest)
+        return stop
 
     def wait_changed(
         self, task_id: str, *, owner: str, after_version: int, timeout: float | None

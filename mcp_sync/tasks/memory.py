@@ -11,22 +11,29 @@ import bisect
 import heapq
 import threading
 
-from ._common import Clock, StoreBase, Transition, expires_at, is_expired
+from ._common import (
+    DEFAULT_MAX_TASKS,
+    Clock,
+    StoreBase,
+    TaskStoreFull,
+    Transition,
+    expires_at,
+    is_expired,
+    record_from_json,
+    record_to_json,
+)
 from .store import TaskRecord
 
 __all__ = ["MemoryTaskStore", "TaskStoreFull", "DEFAULT_MAX_TASKS"]
-
-DEFAULT_MAX_TASKS = 10_000
-"""How many tasks (of every owner, terminal ones included) a memory store holds at most."""
-
-
-class TaskStoreFull(RuntimeError):
-    """The store holds as many tasks as it may, none of them expired or terminal."""
 
 
 class MemoryTaskStore(StoreBase):
     """Tasks in a dictionary behind one lock: every transition is a compare-and-set under it,
     and watch callbacks run after the lock is released, on the thread that made the change.
+
+    Each record is kept as JSON text, as the other stores keep it: a record handed out shares
+    nothing with the store (changing its dictionaries changes no task), and a value JSON
+    cannot hold is refused with :class:`TypeError` here as it is by the stores that persist.
 
     Args:
         max_tasks: the most tasks held at once; when full, expired tasks are purged and then
@@ -41,7 +48,8 @@ class MemoryTaskStore(StoreBase):
             raise ValueError("max_tasks must be at least 1")
         self.max_tasks = max_tasks
         self._lock = threading.Lock()
-        self._records: dict[str, TaskRecord] = {}
+        self._records: dict[str, str] = {}  # task id -> the record as JSON
+        self._ended: set[str] = set()  # the terminal ones
         self._position: dict[str, int] = {}  # task id -> creation sequence number
         self._by_owner: dict[str, list[tuple[int, str]]] = {}  # ascending positions
         self._expiry: list[tuple[float, str]] = []  # a heap of (TTL end, task id)
@@ -50,12 +58,13 @@ class MemoryTaskStore(StoreBase):
     # -- the storage primitives (each under the lock) -----------------------------------------
 
     def _insert(self, record: TaskRecord) -> None:
+        text = record_to_json(record)
         with self._lock:
             if len(self._records) >= self.max_tasks:
                 self._make_room()
             self._next_position += 1
             position = self._next_position
-            self._records[record.task_id] = record
+            self._records[record.task_id] = text
             self._position[record.task_id] = position
             self._by_owner.setdefault(record.owner, []).append((position, record.task_id))
             end = expires_at(record)
@@ -69,13 +78,14 @@ class MemoryTaskStore(StoreBase):
         self._purge_locked(self._clock())
         if len(self._records) < self.max_tasks:
             return
-        ended = [(p, t) for t, p in self._position.items() if self._records[t].terminal]
+        ended = [(self._position[t], t) for t in self._ended]
         if not ended:
             raise TaskStoreFull(f"the task store holds {self.max_tasks} running tasks")
         self._remove(min(ended)[1])
 
     def _remove(self, task_id: str) -> None:
-        record = self._records.pop(task_id)
+        record = record_from_json(self._records.pop(task_id))
+        self._ended.discard(task_id)
         position = self._position.pop(task_id)
         mine = self._by_owner[record.owner]
         i = bisect.bisect_left(mine, (position, task_id))
@@ -86,15 +96,17 @@ class MemoryTaskStore(StoreBase):
 
     def _read(self, task_id: str) -> TaskRecord | None:
         with self._lock:
-            return self._records.get(task_id)
+            text = self._records.get(task_id)
+        return None if text is None else record_from_json(text)
 
     def _apply(
         self, task_id: str, transition: Transition
     ) -> tuple[TaskRecord | None, TaskRecord | None]:
         with self._lock:
-            record = self._records.get(task_id)
-            if record is None:
+            text = self._records.get(task_id)
+            if text is None:
                 return None, None
+            record = record_from_json(text)
             now = self._clock()
             if is_expired(record, now):
                 self._remove(task_id)
@@ -102,8 +114,10 @@ class MemoryTaskStore(StoreBase):
             changed = transition(record, now)
             if changed is None:
                 return record, None
-            self._records[task_id] = changed
-            return changed, changed
+            stored = self._records[task_id] = record_to_json(changed)
+            if changed.terminal:
+                self._ended.add(task_id)
+        return record_from_json(stored), record_from_json(stored)  # the caller's, the watchers'
 
     def _page(self, owner: str, before: int | None, limit: int) -> tuple[list[str], int | None]:
         with self._lock:
@@ -130,6 +144,7 @@ class MemoryTaskStore(StoreBase):
     def _close(self) -> None:
         with self._lock:
             self._records.clear()
+            self._ended.clear()
             self._position.clear()
             self._by_owner.clear()
             self._expiry.clear()

@@ -38,7 +38,7 @@ from .store import TaskRecord
 if TYPE_CHECKING:
     import redis as redis_module
 
-__all__ = ["RedisTaskStore", "DEFAULT_MAX_CONNECTIONS", "MAX_CAS_ATTEMPTS"]
+__all__ = ["RedisTaskStore", "DEFAULT_MAX_CONNECTIONS", "MAX_CAS_ATTEMPTS", "PURGE_BATCH"]
 
 _log = logging.getLogger("mcp_sync.tasks")
 
@@ -48,6 +48,9 @@ the listener has one more of its own."""
 
 MAX_CAS_ATTEMPTS = 1000
 """How often one transition is retried when other clients keep changing the task."""
+
+PURGE_BATCH = 1000
+"""The most expired tasks one :meth:`RedisTaskStore.purge_expired` deletes."""
 
 
 class RedisTaskStore(StoreBase):
@@ -111,6 +114,7 @@ class RedisTaskStore(StoreBase):
         self._expiry_key = prefix + "expiry"
         self._listener_lock = threading.Lock()
         self._listener: threading.Thread | None = None
+        self._ending: list[threading.Thread] = []  # listeners told to end, not yet joined
         self._stop = threading.Event()
         self._ready = threading.Event()
 
@@ -208,18 +212,22 @@ class RedisTaskStore(StoreBase):
         return ids, (int(rows[-1][1]) if more else None)
 
     def _delete_expired(self, now: float) -> int:
+        """Delete up to :data:`PURGE_BATCH` expired tasks (the next call takes the rest) in
+        one transaction."""
         with self._reaching():
-            members: list[Any] = self._client.zrangebyscore(self._expiry_key, "-inf", now)
-            gone = 0
+            members: list[Any] = self._client.zrangebyscore(
+                self._expiry_key, "-inf", now, start=0, num=PURGE_BATCH
+            )
+            if not members:
+                return 0
+            pipe = self._client.pipeline(transaction=True)
             for member in members:
                 owner, task_id = json.loads(member)
-                pipe = self._client.pipeline(transaction=True)
                 pipe.zrem(self._expiry_key, member)
                 pipe.delete(self._task_key(task_id))
                 pipe.zrem(self._owner_key(owner), task_id)
-                removed, _, _ = pipe.execute()
-                gone += int(removed)
-        return gone
+            replies = pipe.execute()
+        return sum(int(removed) for removed in replies[::3])
 
     def _close(self) -> None:
         self._stop_listener(force=True)
@@ -259,17 +267,22 @@ class RedisTaskStore(StoreBase):
 
     def _stop_listener(self, *, force: bool) -> None:
         """Stop the listener once nothing is watched (it ends within a wait slice), or at
-        once and joined when ``force`` (closing)."""
+        once when ``force`` (closing), which also joins it and every earlier listener still
+        ending."""
         with self._listener_lock:
-            if self._listener is None or (self._watchers.task_ids() and not force):
-                return
-            listener, self._listener = self._listener, None
-            self._stop.set()
-        if force and listener is not threading.current_thread():
-            listener.join()
+            if self._listener is not None and (force or not self._watchers.task_ids()):
+                self._ending.append(self._listener)
+                self._listener = None
+                self._stop.set()
+            self._ending = [t for t in self._ending if t.is_alive()]
+            ending = list(self._ending) if force else []
+        for thread in ending:  # closing: every listener still ending, not only the last
+            if thread is not threading.current_thread():
+                thread.join()
 
     def _listen(self, stop: threading.Event, ready: threading.Event) -> None:
         delay = self._backoff_initial
+        failed = False
         while not stop.is_set():
             client = self._redis_module.Redis.from_url(
                 self.url,
@@ -293,7 +306,10 @@ class RedisTaskStore(StoreBase):
                         self._received(item["data"])
             except (self._redis_module.RedisError, OSError) as exc:
                 if not stop.is_set():
-                    _log.warning("tasks: lost the Redis connection (%s); reconnecting", exc)
+                    # one warning per outage, not one per attempt to reconnect
+                    log = _log.warning if ready.is_set() or not failed else _log.debug
+                    log("tasks: lost the Redis connection (%s); reconnecting", exc)
+                    failed = True
                     ready.clear()
                     stop.wait(delay)
                     delay = min(delay * 2, self._backoff_max)

@@ -23,8 +23,10 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 from ._common import (
+    DEFAULT_MAX_TASKS,
     Clock,
     StoreBase,
+    TaskStoreFull,
     Transition,
     expires_at,
     is_expired,
@@ -42,11 +44,13 @@ CREATE TABLE IF NOT EXISTS mcp_tasks (
     owner TEXT NOT NULL,
     expires_at REAL,
     lease_until REAL,
+    ended INTEGER NOT NULL DEFAULT 0,
     record TEXT NOT NULL
 );
 CREATE INDEX IF NOT EXISTS mcp_tasks_owner ON mcp_tasks (owner, position);
 CREATE INDEX IF NOT EXISTS mcp_tasks_expiry ON mcp_tasks (expires_at);
 CREATE INDEX IF NOT EXISTS mcp_tasks_lease ON mcp_tasks (lease_until);
+CREATE INDEX IF NOT EXISTS mcp_tasks_ended ON mcp_tasks (ended, position);
 """
 
 
@@ -61,8 +65,14 @@ class SqliteTaskStore(StoreBase):
     worker died with the previous process); a task whose lease runs out later is marked so
     by the first read that finds it.
 
+    At most ``max_tasks`` tasks are kept (every owner's, ended ones included): when a new
+    one would pass that, expired tasks are deleted, then the oldest ended one, and
+    :class:`~mcp_sync.tasks.TaskStoreFull` is raised only when every task still runs -- the
+    same rule as the memory store's, counted over every process using the file.
+
     Args:
         path: the database file.
+        max_tasks: the most tasks the file holds.
         poll_interval: how often (seconds) the watch thread looks for other connections'
             changes.
         busy_timeout: how long (seconds) a transaction waits for another process's lock
@@ -74,11 +84,15 @@ class SqliteTaskStore(StoreBase):
         self,
         path: str | os.PathLike[str],
         *,
+        max_tasks: int = DEFAULT_MAX_TASKS,
         poll_interval: float = 0.2,
         busy_timeout: float = 30.0,
         clock: Clock | None = None,
     ) -> None:
         super().__init__(clock=clock)
+        if max_tasks < 1:
+            raise ValueError("max_tasks must be at least 1")
+        self.max_tasks = max_tasks
         self.path = os.fspath(path)
         self.poll_interval = poll_interval
         self._lock = threading.Lock()
@@ -86,7 +100,10 @@ class SqliteTaskStore(StoreBase):
             self.path, timeout=busy_timeout, isolation_level=None, check_same_thread=False
         )
         self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA synchronous=NORMAL")
+        # FULL: a commit is on disk when it returns, so a task reported created (or cancelled)
+        # survives a power cut too, not only a crash of the process (NORMAL in WAL mode may
+        # lose the last commits then)
+        self._db.execute("PRAGMA synchronous=FULL")
         self._db.executescript(_SCHEMA)
         self._poller_lock = threading.Lock()
         self._poller: threading.Thread | None = None
@@ -100,10 +117,11 @@ class SqliteTaskStore(StoreBase):
             self._db.execute("BEGIN IMMEDIATE")
             try:
                 yield self._db
+                self._db.execute("COMMIT")
             except BaseException:
-                self._db.execute("ROLLBACK")
+                if self._db.in_transaction:  # also when COMMIT itself failed
+                    self._db.execute("ROLLBACK")
                 raise
-            self._db.execute("COMMIT")
 
     def _query(self, sql: str, args: tuple[object, ...]) -> list[tuple[object, ...]]:
         with self._lock:
@@ -118,7 +136,9 @@ class SqliteTaskStore(StoreBase):
     # -- the storage primitives -------------------------------------------------------------
 
     def _insert(self, record: TaskRecord) -> None:
+        text = record_to_json(record)
         with self._transaction() as db:
+            self._make_room(db)
             db.execute(
                 "INSERT INTO mcp_tasks (task_id, owner, expires_at, lease_until, record)"
                 " VALUES (?, ?, ?, ?, ?)",
@@ -127,9 +147,28 @@ class SqliteTaskStore(StoreBase):
                     record.owner,
                     expires_at(record),
                     _lease_until(record),
-                    record_to_json(record),
+                    text,
                 ),
             )
+
+    def _make_room(self, db: sqlite3.Connection) -> None:
+        """Inside the insert's transaction: below ``max_tasks`` by deleting expired tasks,
+        then the oldest ended one; :class:`TaskStoreFull` when every task still runs."""
+        if self._count(db) < self.max_tasks:
+            return
+        db.execute("DELETE FROM mcp_tasks WHERE expires_at <= ?", (self._clock(),))
+        if self._count(db) < self.max_tasks:
+            return
+        oldest = db.execute(
+            "SELECT position FROM mcp_tasks WHERE ended = 1 ORDER BY position LIMIT 1"
+        ).fetchone()
+        if oldest is None:
+            raise TaskStoreFull(f"the task store holds {self.max_tasks} running tasks")
+        db.execute("DELETE FROM mcp_tasks WHERE position = ?", oldest)
+
+    @staticmethod
+    def _count(db: sqlite3.Connection) -> int:
+        return int(db.execute("SELECT count(*) FROM mcp_tasks").fetchone()[0])
 
     def _read(self, task_id: str) -> TaskRecord | None:
         rows = self._query("SELECT record FROM mcp_tasks WHERE task_id = ?", (task_id,))
@@ -153,8 +192,8 @@ class SqliteTaskStore(StoreBase):
             if changed is None:
                 return record, None
             db.execute(
-                "UPDATE mcp_tasks SET lease_until = ?, record = ? WHERE task_id = ?",
-                (_lease_until(changed), record_to_json(changed), task_id),
+                "UPDATE mcp_tasks SET lease_until = ?, ended = ?, record = ? WHERE task_id = ?",
+                (_lease_until(changed), int(changed.terminal), record_to_json(changed), task_id),
             )
             return changed, changed
 

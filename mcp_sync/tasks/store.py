@@ -114,6 +114,10 @@ class TaskStore(abc.ABC):
     owner's (or does not exist, or has expired); the others are the running server's own
     and take no owner. Implementations: :class:`~mcp_sync.tasks.MemoryTaskStore`,
     :class:`~mcp_sync.tasks.SqliteTaskStore`, :class:`~mcp_sync.tasks.RedisTaskStore`.
+
+    What a record holds (``meta``, ``outcome``, input requests and responses) must be JSON:
+    anything else is a :class:`TypeError` and changes nothing. Every record handed out is a
+    snapshot that shares nothing with the store.
     """
 
     # -- the requestor's side ------------------------------------------------------------
@@ -195,8 +199,8 @@ class TaskStore(abc.ABC):
     @abc.abstractmethod
     def watch(self, task_id: str, callback: Callable[[TaskRecord], None]) -> Callable[[], None]:
         """Call ``callback(record)`` after each change to the task, from whichever process
-        made it (on a thread of the store's; callbacks must not block). Returns a function
-        that stops the watch (idempotent)."""
+        made it (on a thread of the store's; callbacks must not block), a change made while
+        ``watch`` registers included. Returns a function that stops the watch (idempotent)."""
 
     @abc.abstractmethod
     def wait_changed(

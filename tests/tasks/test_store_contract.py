@@ -138,6 +138,35 @@ def test_finish_wins_once_and_the_outcome_stays(store: TaskStore, status: Any) -
     assert store.get(task.task_id, owner="a") == done
 
 
+def test_records_are_snapshots_that_share_nothing_with_the_store(store: TaskStore) -> None:
+    meta: dict[str, Any] = {"tool": "t", "args": {"n": 1}}
+    task = store.create(owner="a", ttl_ms=60_000, meta=meta)
+    meta["args"]["n"] = 2  # the caller's dict, changed after the call
+    asked = store.set_status(task.task_id, "input_required", input_requests={"q": {"m": [1]}})
+    asked.input_requests["q"]["m"].append(2)  # type: ignore[index]
+    outcome: dict[str, Any] = {"result": {"content": [{"type": "text", "text": "ok"}]}}
+    assert store.finish(task.task_id, "completed", outcome) is True
+    outcome["result"]["content"].clear()
+    got = store.get(task.task_id, owner="a")
+    got.outcome["result"]["extra"] = True  # type: ignore[index]
+    got.meta["args"]["n"] = 3
+    again = store.get(task.task_id, owner="a")
+    assert dict(again.meta) == {"tool": "t", "args": {"n": 1}}
+    assert dict(again.outcome or {}) == {"result": {"content": [{"type": "text", "text": "ok"}]}}
+
+
+def test_values_that_are_not_json_are_refused_and_change_nothing(store: TaskStore) -> None:
+    with pytest.raises(TypeError):
+        store.create(owner="a", ttl_ms=60_000, meta={"x": object()})
+    assert store.list(owner="a") == ([], None)
+    task = store.create(owner="a", ttl_ms=60_000)
+    with pytest.raises(TypeError):
+        store.finish(task.task_id, "completed", {"result": {"value": object()}})
+    with pytest.raises(TypeError):
+        store.set_status(task.task_id, "input_required", input_requests={"q": {1, 2}})
+    assert store.get(task.task_id, owner="a") == task  # still working, version 1
+
+
 def test_server_side_methods_raise_for_an_unknown_task(store: TaskStore) -> None:
     with pytest.raises(TaskNotFound):
         store.set_status("nope", "working")
@@ -313,6 +342,37 @@ def test_watch_sees_each_change_until_stopped(store: TaskStore) -> None:
     stop2()
     with seen.lock:
         assert [r.version for r in seen.records] == [2, 3, 4]  # nothing after stop()
+
+
+def test_a_change_made_while_watch_registers_is_still_reported(
+    store: TaskStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A change landing between watch()'s read of the version and the registration of the
+    callback (another thread's or process's cancel) is reported, not lost. (White box: the
+    change is made from inside the read.)"""
+    other = store.create(owner="a", ttl_ms=60_000)
+    stop_other = store.watch(other.task_id, Seen())  # the poll thread or listener is running
+    task = store.create(owner="a", ttl_ms=60_000)
+    read = store._read  # type: ignore[attr-defined]
+    fired: list[TaskRecord | None] = []
+
+    def read_then_cancel(task_id: str) -> TaskRecord | None:
+        record: TaskRecord | None = read(task_id)
+        if not fired:
+            fired.append(None)  # first: cancel() reads the task too
+            fired[0] = store.cancel(task_id, owner="a")
+        return record
+
+    monkeypatch.setattr(store, "_read", read_then_cancel)
+    seen = Seen()
+    stop = store.watch(task.task_id, seen)
+    monkeypatch.undo()
+    assert fired and fired[0] is not None and fired[0].status == "cancelled"
+    seen.wait_for(lambda r: r.status == "cancelled", "the cancel made during watch()")
+    stop()
+    stop_other()
+    with seen.lock:
+        assert [r.version for r in seen.records] == [2]  # reported once
 
 
 def test_a_watch_callback_may_call_the_store(store: TaskStore) -> None:

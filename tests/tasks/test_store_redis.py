@@ -3,6 +3,7 @@ down or restarted, and the one listener thread."""
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -10,11 +11,11 @@ from pathlib import Path
 import pytest
 import redis
 from support.redis_server import RedisServer, free_port, running_redis
-from support.task_stores import NEEDS_REDIS, StoreMaker
+from support.task_stores import NEEDS_REDIS, FakeClock, StoreMaker
 from support.waiting import WAIT, wait_event, wait_until
 
 from mcp_sync.errors import BusUnavailable
-from mcp_sync.tasks import RedisTaskStore, TaskRecord
+from mcp_sync.tasks import RedisTaskStore, TaskRecord, redis_store
 
 pytestmark = NEEDS_REDIS
 
@@ -146,3 +147,44 @@ def test_a_store_url_without_a_server_fails_clearly(tmp_path: Path) -> None:
         pytest.raises(BusUnavailable, match="could not use Redis"),
     ):
         store.create(owner="a", ttl_ms=1000)
+
+
+def test_close_joins_a_listener_still_ending_after_its_last_watch(make: StoreMaker) -> None:
+    store = make()
+    task = store.create(owner="a", ttl_ms=60_000)
+    before = set(threading.enumerate())
+    store.watch(task.task_id, lambda _r: None)()  # its listener is told to end, not awaited
+    store.watch(task.task_id, lambda _r: None)  # and a second listener starts at once
+    listeners = [t for t in threading.enumerate() if t not in before]
+    assert 1 <= len(listeners) <= 2
+    store.close()
+    assert [t for t in listeners if t.is_alive()] == []  # none outlives close()
+
+
+def test_purge_deletes_a_bounded_batch_per_call(
+    make: StoreMaker, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    clock = FakeClock()
+    store = make(clock=clock)
+    for _ in range(5):
+        store.create(owner="a", ttl_ms=1_000)
+    clock.advance(2)
+    monkeypatch.setattr(redis_store, "PURGE_BATCH", 2)
+    assert [store.purge_expired() for _ in range(4)] == [2, 2, 1, 0]
+
+
+def test_an_outage_is_one_warning_not_one_per_retry(
+    make: StoreMaker, redis_server: RedisServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    store = make(backoff_initial=0.01, backoff_max=0.01, socket_timeout=0.5)
+    task = store.create(owner="a", ttl_ms=60_000)
+    stop = store.watch(task.task_id, lambda _r: None)
+    with caplog.at_level(logging.DEBUG, logger="mcp_sync.tasks"):
+        redis_server.kill()
+        wait_until(
+            lambda: sum("lost the Redis connection" in r.message for r in caplog.records) >= 5,
+            "several attempts to reconnect",
+        )
+    warnings = [r for r in caplog.records if r.levelno >= logging.WARNING]
+    assert len(warnings) == 1 and "lost the Redis connection" in warnings[0].message
+    stop()

@@ -93,3 +93,32 @@ def test_the_poll_thread_ends_with_the_last_watch(tmp_path: Path) -> None:
         stop = store.watch(task.task_id, lambda _record: None)  # a new watch polls again
         assert store._poller is not None and store._poller.is_alive()
         stop()
+
+
+class _CommitFailsOnce:
+    """The store's connection, but the next COMMIT fails (a disk error, say)."""
+
+    def __init__(self, db: sqlite3.Connection) -> None:
+        self._db = db
+        self.armed = True
+
+    def execute(self, sql: str, args: tuple[object, ...] = ()) -> sqlite3.Cursor:
+        if sql == "COMMIT" and self.armed:
+            self.armed = False
+            raise sqlite3.OperationalError("disk I/O error")
+        return self._db.execute(sql, args)
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self._db, name)
+
+
+def test_a_failed_commit_changes_nothing_and_the_store_goes_on(tmp_path: Path) -> None:
+    with SqliteTaskStore(tmp_path / "tasks.db") as store:
+        task = store.create(owner="a", ttl_ms=60_000)
+        real = store._db
+        store._db = _CommitFailsOnce(real)  # type: ignore[assignment]
+        with pytest.raises(sqlite3.OperationalError):
+            store.cancel(task.task_id, owner="a")
+        assert store.get(task.task_id, owner="a").status == "working"  # rolled back
+        assert store.cancel(task.task_id, owner="a").status == "cancelled"  # not stuck
+        store._db = real
