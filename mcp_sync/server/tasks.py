@@ -477,7 +477,7 @@ def _task_request(
     own.state = InboundState.COMPLETED
     parent = request.context
     admission = parent.admission if isinstance(parent, RequestScope) else None
-    own.context = TaskScope(
+    scope = TaskScope(
         running.session,
         running.token,
         request=own,
@@ -485,4 +485,5 @@ def _task_request(
         running=running,
         service=service,
     )
+    own.context = scope
     return own
