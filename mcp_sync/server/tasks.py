@@ -40,7 +40,7 @@ from ..errors import McpError
 from ..jsonrpc import INTERNAL_ERROR, Request
 from ..lifecycle import Era, RequestEnvelope
 from ..protocol import InboundRequest, InboundState
-from ..tasks.memory import TaskStoreFull
+from ..tasks import TaskStoreFull
 from ..tasks.store import TaskNotFound, TaskRecord, TaskStore
 from ..workers import WorkerPool
 from . import tasks_wire
@@ -65,7 +65,7 @@ __all__ = [
     "principal_of",
 ]
 
-_log = logging.getLogger("mcp_sync.server.tasks")
+_log = logging.getLogger("mcp_sync.server")
 
 TaskMode = Literal["forbidden", "optional", "required"]
 """How a tool may run as a task (``@server.tool(task=...)``)."""
