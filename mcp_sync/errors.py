@@ -17,9 +17,13 @@ The tree (stdlib bases in brackets; code that catches those keeps working)::
      +-- ResponseTooLarge             an HTTP answer over the client's limit
      +-- [ValueError]
      |    +-- PayloadTooLarge         a requestState to seal is over the sealer's bound
+     +-- [LookupError]
+     |    +-- TaskNotFound            no such task for that owner (unknown, expired, another's)
      +-- [RuntimeError]
      |    +-- CapabilityError         a feature the peer did not declare
-     |         +-- FeatureRemoved     a feature the protocol version in use does not have
+     |    |    +-- FeatureRemoved     a feature the protocol version in use does not have
+     |    +-- TaskAlreadyTerminal     the task has ended already, so it cannot change
+     |    +-- TaskStoreFull           a task store holds as many running tasks as it may
      +-- [ConnectionError]
      |    +-- ConnectionClosed        the connection ended under a call, or was closed
      |         +-- ServerExited       a spawned server process ended on its own
@@ -81,6 +85,9 @@ __all__ = [
     "StateReplayed",
     "PayloadTooLarge",
     "BusUnavailable",
+    "TaskNotFound",
+    "TaskAlreadyTerminal",
+    "TaskStoreFull",
     "InputNeeded",
     "describe_base_exception",
 ]
@@ -332,6 +339,26 @@ class PayloadTooLarge(ValueError):
 class BusUnavailable(ConnectionError):
     """A message bus could not reach its broker: a publish was not sent, or a subscription
     could not be made active in time (see :mod:`mcp_sync.server.bus`)."""
+
+
+class TaskNotFound(LookupError):
+    """No task with that id is visible to that owner (unknown, expired or another owner's);
+    see :class:`~mcp_sync.tasks.TaskStore`."""
+
+
+class TaskAlreadyTerminal(RuntimeError):
+    """The task has already reached a terminal state, so it cannot be changed (or cancelled).
+
+    ``record`` is the task as it is (a :class:`~mcp_sync.tasks.TaskRecord`).
+    """
+
+    def __init__(self, record: Any) -> None:
+        super().__init__(f"task {record.task_id} is already {record.status}")
+        self.record = record
+
+
+class TaskStoreFull(RuntimeError):
+    """A task store holds as many tasks as it may, none of them expired or terminal."""
 
 
 def describe_base_exception(exc: BaseException) -> str:

@@ -23,6 +23,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, Literal
 
 from .._waiting import WAIT_SLICE, wait_for_condition
+from ..errors import TaskStoreFull
 from .store import TaskAlreadyTerminal, TaskNotFound, TaskRecord, TaskStore
 
 __all__ = [
@@ -61,10 +62,6 @@ MAX_PAGE_SIZE = 100
 DEFAULT_MAX_TASKS = 10_000
 """How many tasks (of every owner, terminal ones included) a memory or SQLite store holds at
 most, unless told otherwise."""
-
-
-class TaskStoreFull(RuntimeError):
-    """The store holds as many tasks as it may, none of them expired or terminal."""
 
 
 LEASE_EXPIRED_MESSAGE = "the worker running this task stopped (its lease ran out)"

@@ -25,6 +25,8 @@ import dataclasses
 from collections.abc import Callable, Mapping
 from typing import Any, Literal, TypeVar
 
+from ..errors import TaskAlreadyTerminal, TaskNotFound  # every exception lives in errors
+
 __all__ = [
     "TaskStatus",
     "TERMINAL_STATUSES",
@@ -39,21 +41,6 @@ TaskStatus = Literal["working", "input_required", "completed", "failed", "cancel
 
 TERMINAL_STATUSES: frozenset[str] = frozenset({"completed", "failed", "cancelled"})
 """The states a task never leaves."""
-
-
-class TaskNotFound(LookupError):
-    """No task with that id is visible to that owner (unknown, expired or another owner's)."""
-
-
-class TaskAlreadyTerminal(RuntimeError):
-    """The task has already reached a terminal state, so it cannot be changed (or cancelled).
-
-    ``record`` is the task as it is.
-    """
-
-    def __init__(self, record: TaskRecord) -> None:
-        super().__init__(f"task {record.task_id} is already {record.status}")
-        self.record = record
 
 
 @dataclasses.dataclass(frozen=True)

@@ -89,11 +89,11 @@ def test_a_killed_workers_task_is_failed_for_the_others(
         Peer("redis", redis_server.url, prefix),
     )
     peers += [worker, reader]
-    task_id = worker.ask("create", "alice", "worker-1", "2")
+    task_id = worker.ask("create", "alice", "worker-1", "60")  # long: a busy machine is slow
     assert reader.ask("watch", task_id) == "watching"
     worker.kill9()
     assert reader.ask("get", task_id, "alice") == "working"  # the lease has not run out yet
-    assert reader.ask("advance", "3") == "ok"  # the reader's clock passes the lease
+    assert reader.ask("advance", "61") == "ok"  # the reader's clock passes the lease
     assert reader.ask("get", task_id, "alice") == "failed"
     reader.saw(f"event {task_id} failed")
     assert reader.ask("cancel", task_id, "alice") == "terminal:failed"
@@ -105,7 +105,7 @@ def test_sqlite_after_a_killed_process_and_a_reopened_file(
     path = str(tmp_path / "tasks.db")
     worker, watcher = Peer("sqlite", path), Peer("sqlite", path)
     peers += [worker, watcher]
-    held = worker.ask("create", "alice", "worker-1", "2")
+    held = worker.ask("create", "alice", "worker-1", "60")
     other = worker.ask("create", "alice", "worker-1", "60")
     assert watcher.ask("watch", other) == "watching"
     assert watcher.ask("cancel", held, "alice") == "cancelled"  # two processes, one file
