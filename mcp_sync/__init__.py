@@ -33,6 +33,7 @@ from .errors import (
     SessionEnded,
 )
 from .server import InputRequired, Server, ServerHandle, ServerSession, ServerStats
+from .task_call import TaskCall, TaskState
 from .transports import MemoryTransport, StdioTransport, SubprocessTransport, Transport, memory_pair
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -60,6 +61,8 @@ _HTTP_NAMES = (
 """Exported from :mod:`mcp_sync.http` (its ``__all__``), imported when first asked for."""
 
 __all__ = [
+    "TaskCall",
+    "TaskState",
     "AppStats",
     "AuthHook",
     "CancelToken",

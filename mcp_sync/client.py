@@ -49,6 +49,7 @@ are the same in both eras. At 2026-07-28:
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 import pathlib
@@ -85,6 +86,7 @@ from .lifecycle import (
     LATEST_HANDSHAKE_VERSION,
     LATEST_MODERN_VERSION,
     REMOVED_AT_MODERN,
+    TASKS_EXTENSION,
     Era,
     RequestEnvelope,
     Role,
@@ -96,6 +98,7 @@ from .protocol import InboundRequest
 from .result_kinds import InputRequest
 from .results import CLIENT_REQUEST_RESULTS, mcp_models, parser_for
 from .session import LOG_LEVELS, Session
+from .task_call import TaskCall, TaskState, list_all_tasks, start_task
 from .transports.base import HandshakeOnlyTransport, Transport
 from .transports.subprocess import StderrMode, SubprocessTransport
 from .wire import model_to_wire
@@ -721,6 +724,90 @@ class Client(Session):
             params["arguments"] = dict(arguments)
         return self.submit("tools/call", params, **options)
 
+    # -- tasks (see mcp_sync.task_call and docs/tasks) ----------------------------------------
+    def call_tool_as_task(
+        self,
+        name: str,
+        arguments: Mapping[str, Any] | None = None,
+        *,
+        ttl: float | None = None,
+        **options: Unpack[CallOptions],
+    ) -> TaskCall:
+        """Call a tool as a task: returns a :class:`~mcp_sync.task_call.TaskCall` as soon as
+        the server created it (or already done, when the server answered at once).
+
+        ``ttl``: how long (seconds) the server should keep the task (2025-11-25
+        ``params.task.ttl``; at 2026-07-28 the server decides). ``options`` apply to each
+        request the handle sends. Ctrl-C in ``task.result()`` leaves the task running.
+        """
+        self._require("tools", "tools/call")
+        return start_task(self, name, arguments, ttl, options)
+
+    def task(self, task_id: str, **options: Unpack[CallOptions]) -> TaskCall:
+        """A :class:`~mcp_sync.task_call.TaskCall` for a task created earlier (for example
+        before a restart, at 2026-07-28); its state is asked for at once."""
+        call = TaskCall(self, task_id, options=options)
+        call.status()
+        return call
+
+    def get_task(self, task_id: str, **options: Unpack[CallOptions]) -> TaskState:
+        """``tasks/get``: the task's :class:`~mcp_sync.task_call.TaskState`."""
+        return TaskState.from_wire(self.task_request("tasks/get", {"taskId": task_id}, options))
+
+    def list_tasks(self, **options: Unpack[CallOptions]) -> list[TaskState]:
+        """``tasks/list`` (2025-11-25; 2026-07-28 has none): every task of this session."""
+        return list_all_tasks(self, options)
+
+    def cancel_task(self, task_id: str, **options: Unpack[CallOptions]) -> TaskState:
+        """``tasks/cancel``; returns the state once acknowledged (see :meth:`TaskCall.cancel
+        <mcp_sync.task_call.TaskCall.cancel>`)."""
+        return TaskCall(self, task_id, options=options).cancel()
+
+    def task_request(
+        self, method: str, params: dict[str, Any], options: CallOptions
+    ) -> dict[str, Any]:
+        """Send a task request and block for its raw result; at 2026-07-28 the request
+        declares the tasks extension (only task requests do)."""
+        if self.lifecycle.era is not Era.MODERN:
+            return self.submit(method, params, raw=True, **options).result()  # type: ignore[no-any-return]
+        stamped = self.lifecycle.stamp(params, self._task_envelope())
+        return self.endpoint.submit(method, stamped, **options).result()  # type: ignore[no-any-return]
+
+    def _task_envelope(self) -> RequestEnvelope:
+        """The 2026-07-28 envelope of a task request: the tasks extension declared."""
+        envelope = self._envelope()
+        capabilities = dict(envelope.client_capabilities)
+        capabilities["extensions"] = {**capabilities.get("extensions", {}), TASKS_EXTENSION: {}}
+        return dataclasses.replace(envelope, client_capabilities=capabilities)
+
+    def listen_to_task(
+        self, task_id: str, on_change: Callable[[Mapping[str, Any]], None]
+    ) -> Callable[[], None] | None:
+        """(2026-07-28) ``notifications/tasks`` of one task to ``on_change`` (see
+        :class:`~mcp_sync.task_call.TaskHost`); ``None`` when the server does not listen."""
+        if self.lifecycle.era is not Era.MODERN:
+            return None
+        try:
+            sub = self.listen(
+                tasks=[task_id],
+                on_notification=lambda event: (
+                    on_change(event.params) if event.method == "notifications/tasks" else None
+                ),
+                ack_timeout=self.discover_timeout,
+            )
+        except (McpError, CapabilityError, TimeoutError):
+            return None
+        if task_id not in (sub.acknowledged or {}).get("taskIds", []):
+            sub.close()
+            return None
+        return sub.close
+
+    def answer_task_input(
+        self, key: str, method: str, params: dict[str, Any], token: CancelToken
+    ) -> Any:
+        """Answer one of a task's ``inputRequests`` with this client's handler (a JSON object)."""
+        return _dump(self._answer_input(InputRequest(key, method, params), token))
+
     # -- resources ----------------------------------------------------------------------------
     def _typed(
         self, capability: str, method: str, params: dict[str, Any] | None, options: CallOptions
@@ -893,6 +980,7 @@ class Client(Session):
         prompts: bool = False,
         resources_list: bool = False,
         resources: Sequence[str] = (),
+        tasks: Sequence[str] = (),
         on_notification: Callable[[ListenEvent], Any] | None = None,
         ack_timeout: float | None = 30.0,
         max_pending: int = DEFAULT_MAX_PENDING,
@@ -901,7 +989,9 @@ class Client(Session):
         server acknowledges it; returns the :class:`~mcp_sync.listen.Subscription`.
 
         ``tools``/``prompts``/``resources_list`` ask for the ``list_changed`` notification
-        of that list, ``resources`` for ``notifications/resources/updated`` of these URIs.
+        of that list, ``resources`` for ``notifications/resources/updated`` of these URIs,
+        ``tasks`` for ``notifications/tasks`` of these task ids (the request then declares
+        the tasks extension).
         What the server agreed to is :attr:`Subscription.acknowledged
         <mcp_sync.listen.Subscription.acknowledged>`. Notifications go to
         ``on_notification(event)`` (on the client's callback thread, in arrival order) or,
@@ -920,8 +1010,13 @@ class Client(Session):
         """
         params = self._modern_params(
             listen_params(
-                tools=tools, prompts=prompts, resources_list=resources_list, resources=resources
-            )
+                tools=tools,
+                prompts=prompts,
+                resources_list=resources_list,
+                resources=resources,
+                tasks=tasks,
+            ),
+            self._task_envelope() if tasks else None,
         )
         return self._listens.open(
             params,
@@ -930,7 +1025,9 @@ class Client(Session):
             max_pending=max_pending,
         )
 
-    def _modern_params(self, params: dict[str, Any]) -> dict[str, Any]:
+    def _modern_params(
+        self, params: dict[str, Any], envelope: RequestEnvelope | None = None
+    ) -> dict[str, Any]:
         """``params`` with the 2026-07-28 request envelope; CapabilityError when the
         connection speaks a 2025 revision."""
         if self.lifecycle.era is not Era.MODERN:
@@ -938,7 +1035,7 @@ class Client(Session):
                 f"subscriptions/listen exists from protocol 2026-07-28 on; this connection speaks "
                 f"{self.protocol_version or 'no protocol yet'} (use subscribe() and on_notification)"
             )
-        return self.lifecycle.stamp(params, self._envelope())
+        return self.lifecycle.stamp(params, envelope or self._envelope())
 
     def _handle_notification(self, notification: Notification) -> None:
         if self._listens.route(notification):

@@ -56,6 +56,8 @@ __all__ = [
     "LOG_LEVEL_KEY",
     "SERVER_INFO_KEY",
     "SUBSCRIPTION_ID_KEY",
+    "RELATED_TASK_KEY",
+    "TASKS_EXTENSION",
     "DISCOVER_METHOD",
     "LISTEN_METHOD",
     "ACKNOWLEDGED_METHOD",
@@ -106,6 +108,12 @@ SERVER_INFO_KEY = "io.modelcontextprotocol/serverInfo"
 SUBSCRIPTION_ID_KEY = "io.modelcontextprotocol/subscriptionId"
 """``_meta`` key naming the ``subscriptions/listen`` stream a notification (or the closing
 result) belongs to: the listen request's id."""
+
+RELATED_TASK_KEY = "io.modelcontextprotocol/related-task"
+"""(2025-11-25 tasks) ``_meta`` key tying a message to a task: ``{"taskId": ...}``."""
+
+TASKS_EXTENSION = "io.modelcontextprotocol/tasks"
+"""(2026-07-28) The tasks extension's identifier, declared under ``extensions``."""
 
 DISCOVER_METHOD = "server/discover"
 """The modern-era request that asks a server what it serves; it never pins the era."""

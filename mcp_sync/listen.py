@@ -77,10 +77,12 @@ def listen_params(
     prompts: bool = False,
     resources_list: bool = False,
     resources: Sequence[str] = (),
+    tasks: Sequence[str] = (),
 ) -> dict[str, Any]:
-    """The params of a listen request (before its envelope): the ``notifications`` filter."""
-    if isinstance(resources, str):
-        raise TypeError("resources= takes a sequence of URIs, not one string")
+    """The params of a listen request (before its envelope): the ``notifications`` filter
+    (``tasks``: the ids of tasks whose ``notifications/tasks`` are wanted, tasks extension)."""
+    if isinstance(resources, str) or isinstance(tasks, str):
+        raise TypeError("resources= and tasks= take sequences, not one string")
     wanted: dict[str, Any] = {}
     if tools:
         wanted["toolsListChanged"] = True
@@ -90,6 +92,8 @@ def listen_params(
         wanted["resourcesListChanged"] = True
     if resources:
         wanted["resourceSubscriptions"] = list(dict.fromkeys(resources))
+    if tasks:
+        wanted["taskIds"] = list(dict.fromkeys(tasks))
     return {"notifications": wanted}
 
 

@@ -298,8 +298,9 @@ class CallbackThread:
             self._thread = threading.Thread(
                 target=self._drain, name=f"{self._name}-callbacks", daemon=True
             )
-            thread = self._thread
-        thread.start()
+            # started under the lock: join() must never see a thread that is not started yet
+            # (the new thread's first step waits for this lock, so nothing can deadlock)
+            self._thread.start()
         return True
 
     def is_current(self) -> bool:

@@ -110,6 +110,16 @@ EXAMPLES: dict[str, Example] = {
         code=1,
         expect=["connection failed: "],
     ),
+    "task_report.py": Example(
+        argv=["--minutes", "10"],
+        expect=[
+            "connected at 2026-07-28",
+            ": working",
+            "still running after 0.5 s: stopped waiting, the task goes on",
+            "cancel acknowledged: the task is cancelled",
+            "server confirms: report {'month': '2026-11', 'state': 'cancelled'",
+        ],
+    ),
     "resources_and_prompts.py": Example(
         argv=["--city", "Lyon", "--style", "pirate"],
         expect=[

@@ -44,6 +44,8 @@ PUBLIC_NAMES = {
     "SessionEnded",
     "StdioTransport",
     "SubprocessTransport",
+    "TaskCall",
+    "TaskState",
     "Transport",
     "memory_pair",
     "serve_http",

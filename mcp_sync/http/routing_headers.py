@@ -3,7 +3,8 @@
 Every 2026-07-28 POST repeats parts of its body in headers, so that a proxy or load balancer
 can route it without parsing JSON: ``MCP-Protocol-Version`` (the envelope's version),
 ``Mcp-Method`` (the method) and, for ``tools/call`` and ``prompts/get``, ``Mcp-Name``
-(``params.name``; ``params.uri`` for ``resources/read``). A value that is not safe in a header
+(``params.name``; ``params.uri`` for ``resources/read``; ``params.taskId`` for ``tasks/get``,
+``tasks/update`` and ``tasks/cancel``). A value that is not safe in a header
 is sent as ``=?base64?<base64 of its UTF-8>?=``; it is decoded before comparing.
 
 :func:`check_routing_headers` returns the -32020 error owed for a missing or mismatched
@@ -33,8 +34,13 @@ NAME_PARAMS: Mapping[str, str] = {
     "tools/call": "name",
     "prompts/get": "name",
     "resources/read": "uri",
+    "tasks/get": "taskId",
+    "tasks/update": "taskId",
+    "tasks/cancel": "taskId",
 }
-"""The methods whose POST carries ``Mcp-Name``, and the parameter it repeats."""
+"""The methods whose POST carries ``Mcp-Name``, and the parameter it repeats (the tasks
+extension's ``tasks/get|update|cancel`` repeat ``params.taskId``, so that a load balancer can
+route them to the instance holding the task)."""
 
 _SENTINEL_START, _SENTINEL_END = "=?base64?", "?="
 

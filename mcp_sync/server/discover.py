@@ -14,7 +14,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ..cancel import CancelToken
-from ..lifecycle import LISTEN_METHOD, SUPPORTED_VERSIONS
+from ..lifecycle import LISTEN_METHOD, SUPPORTED_VERSIONS, TASKS_EXTENSION
 from ..protocol import InboundRequest
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -40,8 +40,12 @@ def modern_capabilities(server: Server, serves: Callable[[str], bool]) -> dict[s
                     for key, value in declared[name].items()
                     if key not in ("listChanged", "subscribe")
                 }
-    if server.extensions:
-        declared["extensions"] = {name: dict(value) for name, value in server.extensions.items()}
+    declared.pop("tasks", None)  # the 2025-11-25 tasks capability; 2026 has the extension
+    extensions = {name: dict(value) for name, value in server.extensions.items()}
+    if server.tasks.enabled():
+        extensions.setdefault(TASKS_EXTENSION, {})
+    if extensions:
+        declared["extensions"] = extensions
     return declared
 
 

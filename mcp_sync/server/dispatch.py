@@ -33,6 +33,8 @@ from .client_requests import create_message_params, elicit_params
 from .modern_result import stamp_modern_result
 from .registry import MethodHandler
 from .scope import NO_REQUESTS_AT_MODERN, RequestScope
+from .tasks_methods import TASK_HANDLERS
+from .tasks_modern import screen_listen
 
 if TYPE_CHECKING:  # pragma: no cover
     import mcp_types
@@ -54,6 +56,7 @@ FEATURE_HANDLERS: dict[str, MethodHandler] = {
     "prompts/list": prompts.list_prompts,
     "prompts/get": prompts.get_prompt,
     "completion/complete": completion.complete,
+    **TASK_HANDLERS,
 }
 """The built-in request methods (besides ``initialize``), and the function serving each."""
 
@@ -211,6 +214,7 @@ class ServerSession(Session):
                 f"subscriptions/listen exists from protocol 2026-07-28 on; this request speaks {spoken} "
                 "(use resources/subscribe and the list_changed notifications)",
             )
+        screen_listen(request)
         return self.server.listens.open(self, request, self.modern_capabilities())
 
     def _handle_notification(self, notification: Notification) -> None:

@@ -31,6 +31,8 @@ class RegisteredTool:
     meta: dict[str, Any] | None = field(default=None)
     declared_output: DeclaredSchema | None = None
     """A hand-written ``output_schema``: structured results are validated against it."""
+    task_support: str = "forbidden"
+    """Whether the tool runs as a task: ``"forbidden"``, ``"optional"`` or ``"required"``."""
 
     def check_output(self, result: dict[str, Any]) -> dict[str, Any]:
         """``result`` if it honours a declared output schema, else a tool error saying how
@@ -50,8 +52,9 @@ class RegisteredTool:
             + "; ".join(problems)
         )
 
-    def to_wire(self) -> dict[str, Any]:
-        """The ``Tool`` object listed by ``tools/list``."""
+    def to_wire(self, *, modern: bool = False) -> dict[str, Any]:
+        """The ``Tool`` object listed by ``tools/list`` (``modern``: at 2026-07-28, where a
+        tool says nothing about tasks)."""
         tool: dict[str, Any] = {"name": self.name, "inputSchema": self.signature.input_schema()}
         if self.title:
             tool["title"] = self.title
@@ -63,6 +66,8 @@ class RegisteredTool:
             tool["annotations"] = self.annotations
         if self.meta:
             tool["_meta"] = self.meta
+        if self.task_support != "forbidden" and not modern:
+            tool["execution"] = {"taskSupport": self.task_support}
         return tool
 
 

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..endpoint import CancelObserver
 from ..request_state import KeyRing, StateSealer
+from ..tasks.store import TaskStore
 from ..transports.base import Transport
 from ..transports.batching import BATCH_REVISIONS, BatchingTransport
 from ..workers import MAX_QUEUED_CALLBACKS, PoolStats, WorkerPool
@@ -33,6 +34,7 @@ from .subscriptions import (
     list_changed_event,
     resource_updated_event,
 )
+from .tasks import DEFAULT_MAX_TASKS, TASK_MODES, TaskMode, TaskService
 from .tool_results import output_schema_for
 from .uri_template import UriTemplate
 
@@ -119,6 +121,12 @@ class Server:
         request_state_sealer: (2026-07-28) a :class:`~mcp_sync.request_state.StateSealer` to
             use instead (its own TTL, encryption or replay guard); excludes
             ``request_state_keys``.
+        task_store: where tasks live (see :doc:`/tasks`): a
+            :class:`~mcp_sync.tasks.MemoryTaskStore` by default (one process);
+            ``SqliteTaskStore`` survives restarts, ``RedisTaskStore`` serves several
+            processes.
+        max_tasks: the most tool calls running as tasks at once in this process; a call
+            beyond it is refused (-32603, see :doc:`/limits`).
     """
 
     def __init__(
@@ -140,6 +148,8 @@ class Server:
         cache_scope: CacheScope = "private",
         request_state_keys: KeyRing | None = None,
         request_state_sealer: StateSealer | None = None,
+        task_store: TaskStore | None = None,
+        max_tasks: int = DEFAULT_MAX_TASKS,
     ) -> None:
         if page_size < 1:
             raise ValueError(
@@ -175,6 +185,8 @@ class Server:
             max_total=max_subscriptions,
         )
         """The open ``subscriptions/listen`` streams and their feed from the bus."""
+        self.tasks = TaskService(self, task_store, max_tasks=max_tasks)
+        """The tool calls running as tasks, and their store (see :doc:`/tasks`)."""
 
     # -- registration -------------------------------------------------------------------------
     def tool(
@@ -188,6 +200,7 @@ class Server:
         structured_output: bool | None = None,
         input_schema: Mapping[str, Any] | None = None,
         output_schema: Mapping[str, Any] | None = None,
+        task: TaskMode = "forbidden",
     ) -> Callable[[F], F]:
         """Register a function as a tool (a decorator).
 
@@ -212,6 +225,11 @@ class Server:
         ``required``. With ``output_schema`` the tool returns a dict (or a pydantic model),
         sent as ``structuredContent`` and its JSON text; a result that does not match is
         replaced by a tool error saying how (a server MUST return conforming results).
+
+        ``task=`` lets the tool run as a task (see :doc:`/tasks`): ``"optional"`` (the
+        caller chooses at 2025-11-25; at 2026-07-28 a request declaring the tasks extension
+        gets a task), ``"required"`` (only as a task), ``"forbidden"`` (the default). The
+        same ``Context`` serves: ``ctx.cancelled`` and ``ctx.wait()`` fire on ``tasks/cancel``.
         """
 
         def decorator(fn: F) -> F:
@@ -225,6 +243,7 @@ class Server:
                 structured_output=structured_output,
                 input_schema=input_schema,
                 output_schema=output_schema,
+                task=task,
             )
             return fn
 
@@ -242,11 +261,14 @@ class Server:
         structured_output: bool | None = None,
         input_schema: Mapping[str, Any] | None = None,
         output_schema: Mapping[str, Any] | None = None,
+        task: TaskMode = "forbidden",
     ) -> RegisteredTool:
         """Register ``fn`` as a tool (see :meth:`tool`); notifies connected clients."""
         tool_name = name or fn.__name__
         if timeout is not None and timeout <= 0:
             raise ValueError("timeout must be positive")
+        if task not in TASK_MODES:
+            raise ValueError(f"task must be one of {sorted(TASK_MODES)}, not {task!r}")
         if output_schema is not None and structured_output is False:
             raise ValueError(
                 "output_schema= declares structured output; structured_output=False forbids it"
@@ -277,6 +299,7 @@ class Server:
             output_schema=schema,
             wrap_output=wrap,
             declared_output=declared_output,
+            task_support=task,
         )
         self._register("tools", tool_name, tool)
         return tool
@@ -458,6 +481,8 @@ class Server:
             caps["prompts"] = {"listChanged": True}
         if present & {"completions", "prompts", "resources"}:
             caps["completions"] = {}
+        if self.tasks.enabled():
+            caps["tasks"] = {"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}}
         return caps
 
     # -- connections --------------------------------------------------------------------------
@@ -498,6 +523,7 @@ class Server:
     def _forget(self, session: ServerSession) -> None:
         with self._lock:
             self._sessions.discard(session)
+        self.tasks.end_session(session)
 
     def sessions(self) -> list[ServerSession]:
         """The live sessions."""
@@ -585,16 +611,22 @@ class Server:
         # the reader starts inside the guarded region: it may serve requests before start()
         # returns, and a Ctrl-C in that window must still close the session cleanly
         session = self.connect(transport, read=False)
-        run_until_stopped(
-            lambda: session.close(grace),
-            start=session.endpoint.start,
-            wait_finished=session.endpoint.wait_closed,
-        )
+        try:
+            run_until_stopped(
+                lambda: session.close(grace),
+                start=session.endpoint.start,
+                wait_finished=session.endpoint.wait_closed,
+            )
+        finally:
+            self.tasks.shutdown(grace)  # a task still running ends failed, not working
 
     def _run_http(self, host: str, port: int, path: str, grace: float) -> None:
         handle = self.serve_http(host, port, path=path, shutdown_grace=grace)
         print(f"mcp_sync: serving {self.name} at {handle.url}", file=sys.stderr, flush=True)
-        run_until_stopped(handle.stop)
+        try:
+            run_until_stopped(handle.stop)
+        finally:
+            self.tasks.shutdown(grace)
 
     def notify_list_changed(self, kind: str) -> None:
         """Send ``notifications/<kind>/list_changed`` to every initialized (2025) session,

@@ -47,7 +47,7 @@ from ..cancel import CancelToken
 from ..endpoint import ANSWER_LATER
 from ..errors import McpError
 from ..jsonrpc import INTERNAL_ERROR, INVALID_PARAMS, RequestId
-from ..lifecycle import ACKNOWLEDGED_METHOD, SUBSCRIPTION_ID_KEY
+from ..lifecycle import ACKNOWLEDGED_METHOD, SUBSCRIPTION_ID_KEY, TASKS_EXTENSION
 from ..protocol import InboundRequest
 from .bus import BusMessage, MessageBus, Subscription
 
@@ -60,6 +60,8 @@ __all__ = [
     "ListenFilter",
     "ListenStream",
     "ListenHub",
+    "TASK_NOTIFICATION",
+    "task_event",
 ]
 
 _log = logging.getLogger("mcp_sync.server")
@@ -92,6 +94,8 @@ class ListenFilter:
 
     lists: frozenset[str] = frozenset()
     resource_uris: tuple[str, ...] = ()
+    task_ids: tuple[str, ...] = ()
+    """(tasks extension) The tasks whose ``notifications/tasks`` are wanted."""
 
     @classmethod
     def from_wire(cls, value: object) -> ListenFilter:
@@ -118,7 +122,13 @@ class ListenFilter:
                 INVALID_PARAMS,
                 "subscriptions/listen: notifications.resourceSubscriptions must be an array of strings",
             )
-        return cls(frozenset(lists), tuple(dict.fromkeys(uris)))
+        task_ids = value.get("taskIds") or []
+        if not isinstance(task_ids, list) or not all(isinstance(t, str) for t in task_ids):
+            raise McpError(
+                INVALID_PARAMS,
+                "subscriptions/listen: notifications.taskIds must be an array of strings",
+            )
+        return cls(frozenset(lists), tuple(dict.fromkeys(uris)), tuple(dict.fromkeys(task_ids)))
 
     def honoured(self, capabilities: Mapping[str, Any]) -> ListenFilter:
         """The subset a server with these ``capabilities`` can deliver."""
@@ -129,7 +139,11 @@ class ListenFilter:
         )
         resources = capabilities.get("resources")
         subscribable = isinstance(resources, Mapping) and bool(resources.get("subscribe"))
-        return ListenFilter(lists, self.resource_uris if subscribable else ())
+        extensions = capabilities.get("extensions")
+        tasks = isinstance(extensions, Mapping) and TASKS_EXTENSION in extensions
+        return ListenFilter(
+            lists, self.resource_uris if subscribable else (), self.task_ids if tasks else ()
+        )
 
     def to_wire(self) -> dict[str, Any]:
         """The ``SubscriptionFilter`` object (only what is asked for)."""
@@ -138,6 +152,8 @@ class ListenFilter:
         }
         if self.resource_uris:
             wire["resourceSubscriptions"] = list(self.resource_uris)
+        if self.task_ids:
+            wire["taskIds"] = list(self.task_ids)
         return wire
 
     def wants(self, event: Mapping[str, Any]) -> str | None:
@@ -148,6 +164,9 @@ class ListenFilter:
         uri = event.get("uri")
         if isinstance(uri, str) and uri in self.resource_uris:
             return "notifications/resources/updated"
+        task_id = event.get("taskId")
+        if isinstance(task_id, str) and task_id in self.task_ids:
+            return TASK_NOTIFICATION
         return None
 
 
@@ -159,6 +178,15 @@ def list_changed_event(kind: str) -> dict[str, Any]:
 def resource_updated_event(uri: str) -> dict[str, Any]:
     """The bus event for "the resource ``uri`` was updated"."""
     return {"uri": uri}
+
+
+TASK_NOTIFICATION = "notifications/tasks"
+"""(tasks extension) The notification carrying a task's detailed state."""
+
+
+def task_event(task_id: str, detailed: Mapping[str, Any]) -> dict[str, Any]:
+    """The bus event for "task ``task_id`` changed" (``detailed``: its ``DetailedTask``)."""
+    return {"taskId": task_id, "task": dict(detailed)}
 
 
 class ListenStream:
@@ -236,6 +264,9 @@ class ListenStream:
         uri = event.get("uri")
         if method == "notifications/resources/updated" and isinstance(uri, str):
             params["uri"] = uri
+        task = event.get("task")
+        if method == TASK_NOTIFICATION and isinstance(task, Mapping):
+            params.update(task)
         return self._send(method, params)
 
     def end(self, *, graceful: bool) -> bool:

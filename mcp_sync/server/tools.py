@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from .. import deadlines
@@ -11,14 +12,15 @@ from ..context import Context
 from ..errors import ArgumentError, Cancelled, InputNeeded, McpError, describe_base_exception
 from ..jsonrpc import INVALID_PARAMS
 from ..protocol import InboundRequest
-from . import input_rounds
+from . import input_rounds, tasks_call
 from .pagination import paginate
+from .records import RegisteredTool
 from .tool_results import to_call_tool_result, tool_error
 
 if TYPE_CHECKING:  # pragma: no cover
     from .dispatch import ServerSession
 
-__all__ = ["list_tools", "call_tool"]
+__all__ = ["list_tools", "call_tool", "run_tool"]
 
 _log = logging.getLogger("mcp_sync.server")
 
@@ -27,7 +29,8 @@ def list_tools(
     session: ServerSession, request: InboundRequest, token: CancelToken
 ) -> dict[str, Any]:
     """``tools/list``: one page of the registered tools."""
-    tools = [tool.to_wire() for tool in session.server.registry.tools()]
+    modern = getattr(request.context, "modern", False)
+    tools = [tool.to_wire(modern=modern) for tool in session.server.registry.tools()]
     return paginate(tools, request.params, session.server.page_size, "tools")
 
 
@@ -49,6 +52,9 @@ def call_tool(
     arguments = params.get("arguments")
     if arguments is not None and not isinstance(arguments, dict):
         raise McpError(INVALID_PARAMS, "Invalid arguments: must be an object")
+    as_task = tasks_call.as_task(session, request, tool, arguments, run_tool)
+    if as_task is not None:  # the call runs as a task: its CreateTaskResult
+        return as_task
     handler_token = token
     deadline: deadlines.Deadline | None = None
     if tool.timeout is not None:
@@ -64,6 +70,29 @@ def call_tool(
         deadline = deadlines.schedule(tool.timeout, expire)
     ctx = Context(session, request, handler_token)
     try:
+        return run_tool(
+            tool,
+            arguments,
+            ctx,
+            timed_out=lambda: handler_token.cancelled and not token.cancelled,
+        )
+    finally:
+        if deadline is not None:
+            deadline.cancel()
+
+
+def run_tool(
+    tool: RegisteredTool,
+    arguments: dict[str, Any] | None,
+    ctx: Context,
+    *,
+    timed_out: Callable[[], bool] = lambda: False,
+) -> dict[str, Any] | input_rounds.InputRequired:
+    """Run ``tool`` with ``arguments`` and ``ctx``; its failures and bad arguments are tool
+    errors (``timed_out()`` tells a server-side timeout from a cancellation). Used by
+    ``tools/call`` and by a call running as a task."""
+    name = tool.name
+    try:
         kwargs = tool.signature.bind(arguments, ctx)
         value = tool.signature.fn(**kwargs)
     except InputNeeded:
@@ -73,7 +102,7 @@ def call_tool(
     except McpError:
         raise
     except Cancelled as exc:
-        if handler_token.cancelled and not token.cancelled and tool.timeout is not None:
+        if tool.timeout is not None and timed_out():
             return tool_error(f"Tool {name!r} timed out after {tool.timeout:g} s")
         return tool_error(f"Tool {name!r} was cancelled: {exc}")
     except Exception as exc:
@@ -84,9 +113,6 @@ def call_tool(
     ) as exc:  # SystemExit, KeyboardInterrupt, ...: a tool error; the server lives on
         _log.error("tool %s raised %s", name, type(exc).__name__, exc_info=True)
         return tool_error(describe_base_exception(exc))
-    finally:
-        if deadline is not None:
-            deadline.cancel()
     if isinstance(value, input_rounds.InputRequired):
         return value
     return tool.check_output(to_call_tool_result(value, tool.wrap_output))
