@@ -126,10 +126,11 @@ def test_completion_racing_cancel_ends_one_way_only(stores: tuple[TaskStore, Tas
         winner = "cancelled" if race.cancelled else "completed"
         loser = "completed" if race.cancelled else "cancelled"
         for n, seen in race.seen.items():
-            wait_until(
-                lambda seen=seen, winner=winner: any(r.status == winner for r in list(seen)),
-                f"watch {n} of {race.task_id} to see it {winner}",
-            )
+
+            def told(seen: list[TaskRecord] = seen, winner: str = winner) -> bool:
+                return any(r.status == winner for r in list(seen))
+
+            wait_until(told, f"watch {n} of {race.task_id} to see it {winner}")
             with race.lock:
                 assert all(r.status != loser for r in seen), race
                 assert sum(r.terminal for r in seen) == 1, race  # one terminal record, told once

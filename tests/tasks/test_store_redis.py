@@ -108,6 +108,7 @@ def test_the_listener_reconnects_and_catches_up(
     redis_server.start()  # empty: a restarted Redis without persistence
     # the record is written again by a client the store's listener never heard publish
     writer = make()
+    assert isinstance(writer, RedisTaskStore)
     writer._insert(task)  # restored as a backup would be (no PUBLISH)
     writer.cancel(task.task_id, owner="a")
     wait_until(
