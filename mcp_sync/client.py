@@ -44,7 +44,9 @@ are the same in both eras. At 2026-07-28:
   replaces the roots);
 * a request from the server (there should be none) is dropped unanswered.
 
-:meth:`Client.http` speaks 2025-11-25 for now (``protocol="legacy"`` is its default).
+:meth:`Client.http` negotiates the same way: ``server/discover`` POSTed with the 2026-07-28
+headers first; a 400 whose body is a 2026-07-28 error keeps 2026-07-28, anything else (a
+404, a 405, an HTML page, a 400 of an older server) falls back to ``initialize``.
 """
 
 from __future__ import annotations
@@ -68,6 +70,7 @@ from .errors import (
     CapabilityError,
     ConnectionClosed,
     FeatureRemoved,
+    HttpError,
     McpError,
     PeerMisbehaved,
     ServerExited,
@@ -354,23 +357,22 @@ class Client(Session):
                 :data:`~mcp_sync.http.client_transport.MAX_EVENT_BYTES`).
             max_response_bytes: the largest JSON answer read (default
                 :data:`~mcp_sync.http.client_transport.MAX_RESPONSE_BYTES`).
-            options: for :class:`Client` (and ``init_timeout``); ``protocol`` is
-                ``"legacy"`` (or a handshake version) here: over Streamable HTTP the client
-                speaks 2025-11-25 for now, and a protocol that allows only 2026-07-28 or
-                probes for it raises :class:`ValueError`.
+            options: for :class:`Client` (and ``init_timeout``), ``protocol=`` included:
+                ``"auto"`` (the default) POSTs ``server/discover`` first and falls back to
+                ``initialize`` (see :mod:`mcp_sync.negotiation`).
 
-        Closing the client ends the session with ``DELETE``. A 404 (session ended), 401 or
+        At 2026-07-28 every POST carries ``MCP-Protocol-Version``, ``Mcp-Method``,
+        ``Mcp-Name`` and the ``Mcp-Param-*`` headers of the tool's ``x-mcp-header``
+        annotations (learnt from ``tools/list``; a tool with invalid ones is left out of
+        it), and cancelling a call (or its timeout) closes its response stream at once --
+        no ``notifications/cancelled`` is POSTed. At 2025-11-25 closing the client ends the
+        session with ``DELETE``. A 404 (session ended), 401 or
         403 fails the pending calls with a :class:`~mcp_sync.errors.ConnectionClosed`
         subclass that says so; an HTTP error carrying a JSON-RPC error fails its call with
         :class:`~mcp_sync.errors.McpError` (``http_status`` set).
         """
         from .http import client_transport as http
 
-        protocol = options.setdefault("protocol", "legacy")
-        if parse_protocol(protocol, LATEST_HANDSHAKE_VERSION).modern is not None:
-            raise ValueError(
-                f"protocol={protocol!r}: over Streamable HTTP this client speaks 2025-11-25 only, for now"
-            )
         if open_get_stream is None:
             receivers = (
                 "on_notification",
@@ -495,6 +497,8 @@ class Client(Session):
                 self._enter_modern(None)
             return era is Era.MODERN
         except PeerMisbehaved:  # an answer that is not JSON-RPC: not a modern server
+            return False
+        except HttpError:  # HTTP: a 404, a 405, an HTML page... -- not a modern server
             return False
         except ConnectionClosed:
             self._probe_lost = True

@@ -38,6 +38,7 @@ Failures of one call do not end the connection where it is safe to tell:
 
 from __future__ import annotations
 
+import json
 import logging
 import queue
 import socket
@@ -65,7 +66,10 @@ from ..jsonrpc import (
     id_key,
     is_valid_id,
 )
+from ..lifecycle import PROTOCOL_VERSION_KEY
 from ..transports.base import FailCall, OutboundMeta
+from .client_flight import Flight, FlightCancelled, tracking_transport
+from .client_headers import ToolHeaders, request_headers
 from .sse import Oversize, SseParser
 
 __all__ = [
@@ -176,10 +180,6 @@ class HttpClientTransport:
         max_response_bytes: the largest JSON answer read (:data:`MAX_RESPONSE_BYTES`).
     """
 
-    handshake_only = True
-    """It speaks 2025-11-25 sessions only, for now (:class:`~mcp_sync.transports.base.HandshakeOnlyTransport`):
-    no 2026-07-28 routing headers yet, so a client on it does not probe for that era."""
-
     def __init__(
         self,
         url: str,
@@ -204,9 +204,11 @@ class HttpClientTransport:
                 # plain HTTP never needs the CA bundle, whose loading costs tens of ms; a
                 # context that trusts nothing fails closed should TLS ever be attempted
                 options["verify"] = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+            limits = httpx.Limits(max_connections=None, max_keepalive_connections=32)
             self._client = httpx.Client(
                 timeout=httpx.Timeout(connect=connect_timeout, read=None, write=30.0, pool=None),
-                limits=httpx.Limits(max_connections=None, max_keepalive_connections=32),
+                transport=tracking_transport(httpx, limits=limits, **options),
+                limits=limits,
                 **options,
             )
             self._owns_client = True
@@ -244,6 +246,12 @@ class HttpClientTransport:
         self._sender: threading.Thread | None = None
         self.session_id: str | None = None
         self.protocol_version: str | None = None
+        # 2026-07-28 requests in flight: closing one's stream is its cancellation
+        self._flights: dict[tuple[type, Any], Flight] = {}
+        self._tool_lists: set[tuple[type, Any]] = set()  # tools/list ids (x-mcp-header maps)
+        self._initialize_key: tuple[type, Any] | None = None
+        self.tool_headers = ToolHeaders()
+        """The ``x-mcp-header`` annotations learnt from ``tools/list`` answers."""
 
     def bind_call_failure(self, fail_call: FailCall) -> None:
         """Called by the endpoint: ``fail_call(request_id, exception, cancel=...)`` fails one
@@ -282,6 +290,15 @@ class HttpClientTransport:
             raise ConnectionClosed("the HTTP transport is closed")
         method = meta.method
         is_request = meta.kind == "request"
+        if is_request and method is not None and _MODERN_MARK in data:
+            routing = request_headers(method, _params_of(data), self.tool_headers)
+            if routing is not None:
+                self._send_modern(data, meta, routing)
+                return
+        if method == "notifications/cancelled" and self._abort_flight(meta.cancelled_request_id):
+            return  # at 2026-07-28 closing the request's stream is its cancellation
+        if method == "initialize":
+            self._initialize_key = _key(meta.request_id)
         if method in ("initialize", "notifications/initialized"):
             read = self._handshake_timeout if method == "initialize" else None
             self._post(data, meta, stream_inline=False, read_timeout=read)
@@ -311,6 +328,117 @@ class HttpClientTransport:
                 self._threads.add(self._sender)
                 self._sender.start()
         self._outgoing.put((data, meta))
+
+    def _send_modern(self, data: bytes, meta: OutboundMeta, routing: dict[str, str]) -> None:
+        """Start a 2026-07-28 request: POSTed with its routing headers by a thread that reads
+        its answer; its stream is tracked so that a cancel can close it."""
+        key = _key(meta.request_id)
+        flight = Flight()
+        with self._lock:
+            if key is not None:
+                self._flights[key] = flight
+                if meta.method == "tools/list":
+                    self._tool_lists.add(key)
+        self._start(
+            self._post_modern,
+            data,
+            meta,
+            routing,
+            flight,
+            f"mcp_sync-http-request-{meta.request_id}",
+        )
+
+    def _abort_flight(self, request_id: Any) -> bool:
+        """Cancel the 2026-07-28 request ``request_id`` by closing its stream (at once, with
+        or without its answer's headers); False if it is no such request in flight."""
+        key = _key(request_id)
+        with self._lock:
+            flight = self._flights.get(key) if key is not None else None
+            if flight is None:
+                return False
+            self._cancelled.add(key)  # type: ignore[arg-type]
+        flight.cancel()
+        return True
+
+    def _post_modern(
+        self, data: bytes, meta: OutboundMeta, routing: dict[str, str], flight: Flight
+    ) -> None:
+        """Thread body: POST one 2026-07-28 request and read its answer (no resumption:
+        a stream that ends without the answer fails this call only)."""
+        httpx = _httpx()
+        request_id = meta.request_id
+        key = _key(request_id)
+        try:
+            try:
+                headers = {**self._request_headers(modern=True), **routing}
+                response = self._send("POST", headers, data.rstrip(b"\n"), flight.trace())
+            except (httpx.HTTPError, FlightCancelled) as exc:
+                if flight.cancelled:
+                    return
+                sent = flight.body_sent
+                failure: ConnectionClosed = (
+                    RequestNotSent(
+                        f"HTTP POST to {self.url} failed: {exc} ({meta.method} did not reach the server)"
+                    )
+                    if not sent
+                    else ConnectionClosed(f"HTTP POST to {self.url} failed: {exc}")
+                )
+                self._fail_one(request_id, failure)
+                return
+            if not flight.attach_response(response):
+                _abort(response)
+                return
+            self._answer_modern(response, meta, flight)
+        except Exception as exc:
+            if not flight.cancelled and not self._closed.is_set():
+                self._fail_one(request_id, ConnectionClosed(f"reading the answer failed: {exc}"))
+        finally:
+            with self._lock:
+                if key is not None:
+                    self._flights.pop(key, None)
+                    self._cancelled.discard(key)
+                    self._tool_lists.discard(key)
+
+    def _answer_modern(self, response: Any, meta: OutboundMeta, flight: Flight) -> None:
+        """Route a 2026-07-28 answer: an HTTP error fails the call (with the JSON-RPC error
+        its body carries, if any), JSON and SSE bodies go to the inbox, anything else (an
+        HTML page, say) fails the call with :class:`~mcp_sync.errors.HttpError`."""
+        request_id = meta.request_id
+        status = response.status_code
+        if status >= 400:
+            try:
+                refusal = self._refusal(response)
+            finally:
+                response.close()
+            if _concerns_this_request(refusal) or isinstance(refusal, HttpError):
+                self._fail_one(request_id, refusal)
+            else:  # pragma: no cover - _refusal returns one of those
+                self._fail(refusal)
+            return
+        content_type = response.headers.get("content-type", "")
+        if content_type.startswith("text/event-stream"):
+            parser = SseParser(self._max_event_bytes)
+            outcome = self._consume(response, parser, request_id)
+            if outcome is True or flight.cancelled:
+                return
+            if isinstance(outcome, Oversize):
+                self._fail_oversize(request_id)
+                return
+            self._fail_one(
+                request_id,
+                ConnectionClosed(f"the answer stream of {meta.method} ended without its answer"),
+            )
+        elif content_type.startswith("application/json") or (status == 200 and not content_type):
+            self._read_json(response, request_id)
+        else:
+            response.close()
+            self._fail_one(
+                request_id,
+                HttpError(
+                    status,
+                    f"HTTP {status} from {self.url} is not an MCP answer (Content-Type {content_type!r})",
+                ),
+            )
 
     def _send(
         self,
@@ -524,9 +652,11 @@ class HttpClientTransport:
 
     # -- helpers ------------------------------------------------------------------------------
     def _request_headers(
-        self, *, accept: str = "application/json, text/event-stream"
+        self, *, accept: str = "application/json, text/event-stream", modern: bool = False
     ) -> dict[str, str]:
         headers = {"Accept": accept, "Content-Type": "application/json"}
+        if modern:
+            return headers
         if self.session_id is not None:
             headers["Mcp-Session-Id"] = self.session_id
         if self.protocol_version is not None:
@@ -566,16 +696,37 @@ class HttpClientTransport:
         self._inbox.put(None)
 
     def _deliver(self, data: bytes) -> None:
-        if self.protocol_version is None:
+        if self.protocol_version is None and self._initialize_key is not None:
             message = decode(data)
             version = (
                 message.result.get("protocolVersion")
-                if isinstance(message, Response) and isinstance(message.result, dict)
+                if isinstance(message, Response)
+                and isinstance(message.result, dict)
+                and _key(message.id) == self._initialize_key
                 else None
             )
             if isinstance(version, str):
                 self.protocol_version = version
+        if self._tool_lists:
+            data = self._learn_tools(data)
         self._inbox.put(data.replace(b"\n", b" "))
+
+    def _learn_tools(self, data: bytes) -> bytes:
+        """A ``tools/list`` answer at 2026-07-28: learn its ``x-mcp-header`` maps, and drop
+        the tools whose annotations are invalid."""
+        message = decode(data)
+        if not isinstance(message, Response):
+            return data
+        key = _key(message.id)
+        with self._lock:
+            if key not in self._tool_lists:
+                return data
+        learnt = self.tool_headers.learn(message.result)
+        if learnt is message.result:
+            return data
+        return json.dumps(
+            {"jsonrpc": "2.0", "id": message.id, "result": learnt}, separators=(",", ":")
+        ).encode()
 
     def _start(self, target: Any, *args: Any) -> None:
         name = args[-1]
@@ -793,6 +944,18 @@ class HttpClientTransport:
             wait = parser.retry_ms / 1000 if parser.retry_ms is not None else policy.delay
             if self._closed.wait(wait):
                 return
+
+
+_MODERN_MARK = PROTOCOL_VERSION_KEY.encode()
+
+
+def _params_of(data: bytes) -> Any:
+    """The ``params`` of one encoded request (``None`` if it has none)."""
+    try:
+        message = json.loads(data)
+    except ValueError:
+        return None
+    return message.get("params") if isinstance(message, dict) else None
 
 
 def _concerns_this_request(refusal: BaseException) -> bool:

@@ -28,7 +28,13 @@ from ..jsonrpc import (
 )
 from ..lifecycle import PROTOCOL_VERSION_KEY
 
-__all__ = ["NAME_PARAMS", "check_routing_headers", "decode_header_value", "http_status_for"]
+__all__ = [
+    "NAME_PARAMS",
+    "check_routing_headers",
+    "decode_header_value",
+    "encode_header_value",
+    "http_status_for",
+]
 
 NAME_PARAMS: Mapping[str, str] = {
     "tools/call": "name",
@@ -66,6 +72,22 @@ def decode_header_value(value: str) -> str | None:
         return base64.b64decode(encoded, validate=True).decode("utf-8")
     except (binascii.Error, ValueError):
         return None
+
+
+def encode_header_value(value: str) -> str:
+    """``value`` as a header carries it: as is when it is header-safe (visible ASCII, space
+    and tab, no leading or trailing whitespace, not itself of the sentinel form), else
+    ``=?base64?<base64 of its UTF-8>?=`` -- the inverse of :func:`decode_header_value`."""
+    safe = (
+        value.isascii()
+        and all(ch == "\t" or " " <= ch <= "~" for ch in value)
+        and value == value.strip(" \t")
+        and not (value.startswith(_SENTINEL_START) and value.endswith(_SENTINEL_END))
+    )
+    if safe:
+        return value
+    encoded = base64.b64encode(value.encode("utf-8")).decode("ascii")
+    return f"{_SENTINEL_START}{encoded}{_SENTINEL_END}"
 
 
 def _header(environ: Mapping[str, Any], name: str) -> str | None:

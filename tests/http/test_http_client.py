@@ -638,19 +638,14 @@ def test_header_int_takes_ascii_digits_only(value: str, expected: int | None) ->
     assert header_int(value) == expected
 
 
-def test_connect_on_the_http_transport_in_auto_mode_speaks_2025_without_a_probe(served):
-    """The HTTP client transport carries 2025 sessions only for now: ``protocol="auto"`` on it
-    sends no server/discover probe (which the app would refuse for lacking the 2026-07-28
-    routing headers) and ends on 2025-11-25 with the server's capabilities; a protocol that
-    allows only 2026-07-28 is refused before anything is sent."""
+def test_connect_on_the_http_transport_in_auto_mode_negotiates_2026(served):
+    """``protocol="auto"`` on the HTTP client transport probes with server/discover (with
+    the 2026-07-28 routing headers) and ends on 2026-07-28 with the server's capabilities;
+    ``protocol="legacy"`` on it still speaks 2025-11-25."""
     _server, handle = served
     with Client.connect(HttpClientTransport(handle.url)) as client:
-        assert client.protocol_version == "2025-11-25"
+        assert client.protocol_version == "2026-07-28"
         assert "tools" in client.server_capabilities
         assert {tool.name for tool in client.list_tools()} >= {"echo"}
-    transport = HttpClientTransport(handle.url)
-    try:
-        with pytest.raises(ValueError, match="2025 revisions only"):
-            Client(transport, protocol="modern")
-    finally:
-        transport.close()
+    with Client.connect(HttpClientTransport(handle.url), protocol="legacy") as client:
+        assert client.protocol_version == "2025-11-25"

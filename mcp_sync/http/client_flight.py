@@ -1,0 +1,146 @@
+"""One 2026-07-28 request in flight over HTTP, and how its stream is closed to cancel it.
+
+At 2026-07-28 closing a request's response stream *is* its cancellation, and it must work at
+once -- also before the answer's headers have arrived (a server answering JSON sends them
+only with the result). httpx exposes a response's socket only with its headers, so the
+client's own connection pool is given a network backend whose streams note, in a
+thread-local, which stream the current thread last wrote to; the request's ``trace``
+callback reads it once the request's headers are written (:meth:`Flight.trace`). Cancelling
+then shuts that socket down from the cancelling thread, which wakes the thread blocked
+reading the answer; the connection is discarded, never reused.
+
+With an ``httpx.Client`` of the user's own (its pool is not ours to wrap) a cancel before
+the headers arrive closes the stream the moment they do.
+"""
+
+from __future__ import annotations
+
+import socket
+import threading
+from typing import Any
+
+__all__ = ["Flight", "FlightCancelled", "tracking_transport"]
+
+_local = threading.local()  # .stream: the network stream this thread last wrote to
+
+
+class FlightCancelled(Exception):
+    """Raised inside httpx (from the trace callback) to stop a request cancelled before
+    its headers were written."""
+
+
+class Flight:
+    """The cancellation state of one request: cancelled or not, and what to close."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.cancelled = False
+        self.body_sent = False
+        self._stream: Any = None
+        self._response: Any = None
+
+    def trace(self) -> Any:
+        """The httpcore ``trace`` callback for this request's POST."""
+        return self._on_trace
+
+    def _on_trace(self, name: str, info: Any) -> None:
+        if name.endswith("send_request_headers.started"):
+            _local.stream = None
+            if self.cancelled:
+                raise FlightCancelled("cancelled before it was sent")
+        elif name.endswith("send_request_headers.complete"):
+            stream = getattr(_local, "stream", None)
+            if stream is not None and not self._attach("_stream", stream):
+                _shutdown(stream)
+        elif name.endswith("send_request_body.complete"):
+            self.body_sent = True
+
+    def attach_response(self, response: Any) -> bool:
+        """Note the response (its headers arrived); False if the request was cancelled
+        already (the caller closes it)."""
+        return self._attach("_response", response)
+
+    def _attach(self, slot: str, value: Any) -> bool:
+        with self._lock:
+            if self.cancelled:
+                return False
+            setattr(self, slot, value)
+            return True
+
+    def cancel(self) -> None:
+        """Close the request's stream now, from any thread (idempotent)."""
+        with self._lock:
+            if self.cancelled:
+                return
+            self.cancelled = True
+            stream, response = self._stream, self._response
+        if response is not None:
+            network = response.extensions.get("network_stream")
+            stream = network if network is not None else stream
+        if stream is not None:
+            _shutdown(stream)
+        if response is not None:
+            try:
+                response.close()
+            except Exception:
+                pass
+
+
+def _shutdown(stream: Any) -> None:
+    """Shut a network stream's socket down (wakes a thread blocked reading it)."""
+    try:
+        sock = stream.get_extra_info("socket")
+        if sock is not None:
+            sock.shutdown(socket.SHUT_RDWR)
+    except Exception:
+        pass
+
+
+class _TrackedStream:
+    """A network stream that notes itself as the current thread's last written stream."""
+
+    def __init__(self, inner: Any) -> None:
+        self._inner = inner
+
+    def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
+        return self._inner.read(max_bytes, timeout)  # type: ignore[no-any-return]
+
+    def write(self, buffer: bytes, timeout: float | None = None) -> None:
+        _local.stream = self
+        self._inner.write(buffer, timeout)
+
+    def close(self) -> None:
+        self._inner.close()
+
+    def start_tls(self, *args: Any, **kwargs: Any) -> _TrackedStream:
+        return _TrackedStream(self._inner.start_tls(*args, **kwargs))
+
+    def get_extra_info(self, info: str) -> Any:
+        return self._inner.get_extra_info(info)
+
+
+class _TrackingBackend:
+    """A network backend whose streams are :class:`_TrackedStream`."""
+
+    def __init__(self, inner: Any) -> None:
+        self._inner = inner
+
+    def connect_tcp(self, *args: Any, **kwargs: Any) -> _TrackedStream:
+        return _TrackedStream(self._inner.connect_tcp(*args, **kwargs))
+
+    def connect_unix_socket(self, *args: Any, **kwargs: Any) -> _TrackedStream:
+        return _TrackedStream(self._inner.connect_unix_socket(*args, **kwargs))
+
+    def sleep(self, seconds: float) -> None:
+        self._inner.sleep(seconds)
+
+
+def tracking_transport(httpx: Any, **options: Any) -> Any:
+    """An ``httpx.HTTPTransport`` (``options``: its arguments) whose connections note their
+    streams for :class:`Flight`; a plain one if this httpx's pool cannot be wrapped."""
+    transport = httpx.HTTPTransport(**options)
+    pool = getattr(transport, "_pool", None)
+    backend = getattr(pool, "_network_backend", None)
+    if backend is not None:
+        pool._network_backend = _TrackingBackend(backend)  # type: ignore[union-attr]
+    return transport
