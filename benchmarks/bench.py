@@ -133,11 +133,10 @@ HTTP_SERVERS: dict[str, list[str]] = {
     "official uvicorn": [PY, str(SERVERS["official"]), "--http", "{port}"],
 }
 HTTP_REFERENCE = "official uvicorn"
-HTTP_ERAS = ("2025-11-25",)
-"""Protocol revisions measured over HTTP; every column is measured at each, and the table
-gets a column per (server, revision). 2026-07-28 joins once both libraries speak it over
-HTTP: then ``measure_http`` also tells each client which revision to speak (today both
-clients use their default, 2025-11-25)."""
+HTTP_ERAS = {"2025-11-25": "legacy", "2026-07-28": "2026-07-28"}
+"""Protocol revisions measured over HTTP, each with the ``protocol=``/``mode=`` its clients
+are given (``BENCH_PROTOCOL``); every column is measured at each, and the table gets a
+column per (server, revision)."""
 
 
 def measure_http(calls: int, rounds: int, era: str) -> dict[str, dict[str, object]]:
@@ -145,6 +144,8 @@ def measure_http(calls: int, rounds: int, era: str) -> dict[str, dict[str, objec
     interleaved, then each column's other scenarios (cancellation latency)."""
     servers: dict[str, subprocess.Popen[bytes]] = {}
     urls: dict[str, str] = {}
+    previous = os.environ.get("BENCH_PROTOCOL")
+    os.environ["BENCH_PROTOCOL"] = HTTP_ERAS[era]
     try:
         for name, command in HTTP_SERVERS.items():
             port = _free_port()
@@ -163,6 +164,10 @@ def measure_http(calls: int, rounds: int, era: str) -> dict[str, dict[str, objec
     finally:
         for proc in servers.values():
             _stop(proc)
+        if previous is None:
+            os.environ.pop("BENCH_PROTOCOL", None)
+        else:
+            os.environ["BENCH_PROTOCOL"] = previous
 
 
 def _fmt(value: float | None) -> str:

@@ -10,6 +10,7 @@ python run_mcp_sync.py --commands (--url URL | -- CMD ...)
 from __future__ import annotations
 
 import json
+import os
 import statistics
 import sys
 import threading
@@ -26,6 +27,15 @@ import sequential  # noqa: E402  (benchmarks/ is this script's directory)
 from mcp_sync import Client  # noqa: E402  (imported after noting the start, as users would)
 
 KIB1, KIB100 = "x" * 1024, "x" * (100 * 1024)
+
+
+PROTOCOL = os.environ.get("BENCH_PROTOCOL", "auto")
+"""The client's ``protocol=`` over HTTP ("legacy", "2026-07-28"; set by bench.py)."""
+
+
+def probe_started(client: Client) -> int:
+    """How many ``probe`` handlers the server has started."""
+    return int(client.call_tool("probe_started").structured_content["result"])  # type: ignore[index]
 
 
 def rss_kib() -> int:
@@ -61,7 +71,9 @@ def concurrent_clients(url: str) -> Callable[[int], float]:
 
     def run(count: int) -> float:
         if not clients:
-            clients.extend(Client.http(url) for _ in range(sequential.CONCURRENT_CLIENTS))
+            clients.extend(
+                Client.http(url, protocol=PROTOCOL) for _ in range(sequential.CONCURRENT_CLIENTS)
+            )
         return concurrent_rate(clients, count)
 
     run.clients = clients  # type: ignore[attr-defined]
@@ -89,7 +101,7 @@ def serve_commands(client: Client, url: str | None) -> None:
 def main() -> None:
     args = sys.argv[2:] if COMMANDS else sys.argv[3:]
     if args[0] == "--url":
-        client = Client.http(args[1])
+        client = Client.http(args[1], protocol=PROTOCOL)
         transport = "http"
     else:
         client = Client.stdio(args[args.index("--") + 1 :], stderr="discard")
@@ -106,10 +118,12 @@ def main() -> None:
         # cancellation latency: cancel -> the handler observes it
         cancel_times: list[int] = []
         for _ in range(max(20, N // 50)):
-            started = threading.Event()
-            call = client.call_tool_future("probe", {}, on_progress=lambda *_: started.set())
-            if not started.wait(10):
-                raise RuntimeError("probe did not start")
+            before = probe_started(client)
+            call = client.call_tool_future("probe", {})
+            deadline = time.monotonic() + 10
+            while probe_started(client) == before:  # progress does not reach every client
+                if time.monotonic() > deadline:
+                    raise RuntimeError("probe did not start")
             cancel_times.append(time.monotonic_ns())
             call.cancel("benchmark")
         observed: list[int] = []

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import statistics
 import sys
 import threading
@@ -24,6 +25,16 @@ from mcp import Client, StdioServerParameters, stdio_client  # noqa: E402
 from mcp.client.streamable_http import streamable_http_client  # noqa: E402
 
 warnings.simplefilter("ignore")
+
+
+MODE = os.environ.get("BENCH_PROTOCOL", "legacy")
+"""The client's ``mode=`` over HTTP ("legacy", "2026-07-28"; set by bench.py)."""
+
+
+async def probe_started(client: Client) -> int:
+    """How many ``probe`` handlers the server has started."""
+    result = await client.call_tool("probe_started", {})
+    return int(result.structured_content["result"])
 
 
 def rss_kib() -> int:
@@ -63,9 +74,7 @@ async def serve_commands(client: Client, url: str | None) -> None:
         if url is not None:  # the concurrent scenario's clients, each its own connection
             for _ in range(sequential.CONCURRENT_CLIENTS):
                 clients.append(
-                    await stack.enter_async_context(
-                        Client(streamable_http_client(url), mode="legacy")
-                    )
+                    await stack.enter_async_context(Client(streamable_http_client(url), mode=MODE))
                 )
             await concurrent(clients, sequential.CONCURRENT_CLIENTS)
         await answer(scenarios, clients)
@@ -97,7 +106,7 @@ async def main() -> None:
         transport = "stdio"
         target = stdio_client(StdioServerParameters(command=cmd[0], args=cmd[1:]))
     out: dict[str, object] = {}
-    async with Client(target, mode="legacy") as client:
+    async with Client(target, mode=MODE if transport == "http" else "legacy") as client:
         out["connect_init_s"] = time.time() - T_START
         if COMMANDS:
             await serve_commands(client, args[1] if transport == "http" else None)
@@ -126,10 +135,12 @@ async def main() -> None:
             async def call() -> None:
                 await client.call_tool("probe", {}, progress_callback=on_progress)
 
+            before = await probe_started(client)
             async with anyio.create_task_group() as tg:
                 tg.start_soon(call)
                 with anyio.fail_after(10):
-                    await started.wait()
+                    while not started.is_set() and await probe_started(client) == before:
+                        pass  # progress does not reach every client: ask the server
                 cancel_times.append(time.monotonic_ns())
                 tg.cancel_scope.cancel()
         observed: list[int] = []

@@ -611,9 +611,3 @@ def test_random_cancels_of_input_rounds_never_send_a_request_after_the_cancel(fa
             assert calls[n].cancelled()
         else:
             assert calls[n].result(0).content[0].text == "ok"
-
-
-@pytest.mark.parametrize("protocol", ["auto", "modern", MODERN])
-def test_client_http_refuses_2026_for_now_before_connecting(protocol):
-    with pytest.raises(ValueError, match="over Streamable HTTP"):
-        Client.http("http://127.0.0.1:9/mcp", protocol=protocol)

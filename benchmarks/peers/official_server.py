@@ -13,6 +13,7 @@ warnings.simplefilter("ignore")
 
 mcp = MCPServer("bench-official", version="1", log_level="WARNING")
 _observed: list[int] = []
+_started: list[int] = []
 
 
 @mcp.tool()
@@ -31,6 +32,7 @@ async def hold() -> str:
 @mcp.tool()
 async def probe(ctx: Context) -> str:
     """Report progress once, then wait for cancellation and record when it was seen."""
+    _started.append(time.monotonic_ns())
     await ctx.report_progress(1)
     try:
         await anyio.sleep(60)
@@ -38,6 +40,12 @@ async def probe(ctx: Context) -> str:
         _observed.append(time.monotonic_ns())
         raise
     return "not cancelled"
+
+
+@mcp.tool()
+def probe_started() -> int:
+    """How many `probe` handlers have started (progress does not reach every client)."""
+    return len(_started)
 
 
 @mcp.tool()

@@ -9,6 +9,8 @@ from mcp_sync import Context, Server
 
 server = Server("bench-mcp_sync", version="1", max_workers=8)
 _observed: list[int] = []
+_started: list[int] = []
+_started: list[int] = []
 
 
 @server.tool()
@@ -27,11 +29,18 @@ def hold(ctx: Context) -> str:
 @server.tool()
 def probe(ctx: Context) -> str:
     """Report progress once, then wait for cancellation and record when it was seen."""
+    _started.append(time.monotonic_ns())
     ctx.report_progress(1)
     if ctx.wait(60):
         _observed.append(time.monotonic_ns())
         return "cancelled"
     return "not cancelled"
+
+
+@server.tool()
+def probe_started() -> int:
+    """How many `probe` handlers have started (progress does not reach every client)."""
+    return len(_started)
 
 
 @server.tool()

@@ -7,10 +7,11 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+from support.http import legacy_http
 from support.probes import ObservedCancels
 from support.waiting import WAIT
 
-from mcp_sync import Client, Context, Server
+from mcp_sync import Context, Server
 from mcp_sync.http.embedded_server import HttpServerHandle
 
 
@@ -33,7 +34,7 @@ def test_both_observers_see_the_cancellations_over_http(
 
     handle = serve(server)
     try:
-        with Client.http(handle.url, roots=roots, on_cancelled=client_seen) as client:
+        with legacy_http(handle.url, roots=roots, on_cancelled=client_seen) as client:
             pending = client.call_tool_future("ask")
             assert asked.wait(WAIT), "the server did not ask for roots"
             pending.cancel("user stop")

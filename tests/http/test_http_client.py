@@ -1,4 +1,4 @@
-"""mcp_sync's own client over Streamable HTTP: ``Client.http(url)`` against ``serve_http``.
+"""mcp_sync's own client over Streamable HTTP: ``legacy_http(url)`` against ``serve_http``.
 
 Calls, progress, ``timeout=``, ``PendingCall.cancel()``, ``cancel_token=``, server-to-client
 requests on the SSE streams (and their cancellation when the tool's own request is
@@ -17,7 +17,7 @@ from collections import Counter
 from typing import Any
 
 import pytest
-from support.http import make_server
+from support.http import legacy_http, make_server
 from support.messages import as_wire
 from support.probes import GateProbe
 from support.waiting import WAIT, wait_until
@@ -99,7 +99,7 @@ def served(probe, serve):
 # -- calls -----------------------------------------------------------------------------------------
 def test_tools_over_http(served):
     _, handle = served
-    with Client.http(handle.url) as client:
+    with legacy_http(handle.url) as client:
         assert client.server_info.name == "http-test"
         assert client.protocol_version == "2025-11-25"
         names = {tool.name for tool in client.list_tools()}
@@ -123,7 +123,7 @@ def test_progress_over_http(probe, served):
         if progress == 3:
             third.set()
 
-    with Client.http(handle.url) as client:
+    with legacy_http(handle.url) as client:
         future = client.call_tool_future("progress_gated", {"tag": "p"}, on_progress=on_progress)
         assert probe.started("p").wait(WAIT)
         probe.release("p")
@@ -134,7 +134,7 @@ def test_progress_over_http(probe, served):
 
 def test_timeout_cancels_on_the_server(probe, served):
     _, handle = served
-    with Client.http(handle.url) as client:
+    with legacy_http(handle.url) as client:
         with pytest.raises(RequestTimeout):
             client.call_tool("gated", {"tag": "t"}, timeout=0.3)
         assert probe.cancelled("t").wait(WAIT), "the server handler did not see the cancellation"
@@ -146,7 +146,7 @@ def test_timeout_cancels_on_the_server(probe, served):
 
 def test_pending_call_cancel(probe, served):
     _, handle = served
-    with Client.http(handle.url) as client:
+    with legacy_http(handle.url) as client:
         future = client.call_tool_future("gated", {"tag": "c"})
         assert probe.started("c").wait(WAIT)
         assert future.cancel("changed my mind") is True
@@ -163,7 +163,7 @@ def test_pending_call_cancel(probe, served):
 def test_cancel_token(probe, served):
     _, handle = served
     token = CancelToken()
-    with Client.http(handle.url) as client:
+    with legacy_http(handle.url) as client:
         canceller = threading.Thread(
             target=lambda: probe.started("k").wait(WAIT) and token.cancel("user pressed stop")
         )
@@ -199,7 +199,7 @@ def test_server_to_client_requests_over_sse(served):
         return {"action": "accept", "content": {"name": "Ada"}}
 
     roots = ["/srv/data", {"uri": "file:///home/ada", "name": "home"}]
-    with Client.http(
+    with legacy_http(
         handle.url, roots=roots, sampling_handler=sampling, elicitation_handler=elicitation
     ) as client:
         listed = json.loads(client.call_tool("ask_roots").content[0].text)
@@ -229,7 +229,7 @@ def test_cancelling_the_tool_cancels_its_request_to_the_client(probe, served):
 
     # one client worker: the roots/list below runs only after the sampling request's run
     # (and any answer it might write) is over: a barrier, not a sleep
-    client = Client.http(handle.url, sampling_handler=sampling, roots=["/r"], max_workers=1)
+    client = legacy_http(handle.url, sampling_handler=sampling, roots=["/r"], max_workers=1)
     written: list[dict[str, Any]] = []
     original_send = client.transport.send
 
@@ -261,7 +261,7 @@ def test_cancelling_the_tool_cancels_its_request_to_the_client(probe, served):
 # -- session end and refusals ------------------------------------------------------------------------
 def test_later_call_after_the_server_deleted_the_session_fails_with_session_ended(served):
     _, handle = served
-    with Client.http(handle.url, open_get_stream=False) as client:
+    with legacy_http(handle.url, open_get_stream=False) as client:
         assert client.call_tool("echo", {"text": "a"}).content[0].text == "a"
         handle.app.sessions()[0].close()  # the server ends the session
         with pytest.raises(ConnectionClosed) as info:
@@ -277,7 +277,7 @@ def test_call_in_flight_when_the_server_deletes_the_session_fails_with_session_e
     probe, served, raw
 ):
     _, handle = served
-    with Client.http(handle.url) as client:
+    with legacy_http(handle.url) as client:
         future = client.call_tool_future("gated", {"tag": "g"})
         assert probe.started("g").wait(WAIT)
         # another party ends the session with DELETE
@@ -300,18 +300,18 @@ def test_auth_refusals_raise_http_error_with_status(probe, serve):
     handle = serve(make_server(probe), auth=auth)
     for headers, status in ((None, 401), ({"Authorization": "Bearer bad"}, 403)):
         with pytest.raises(ConnectionClosed) as info:
-            Client.http(handle.url, headers)
+            legacy_http(handle.url, headers)
         error = info.value
         assert isinstance(error, HttpError) and error.status == status, repr(info.value)
         assert not isinstance(error, SessionEnded)
-    with Client.http(handle.url, {"Authorization": "Bearer good"}) as client:
+    with legacy_http(handle.url, {"Authorization": "Bearer good"}) as client:
         assert client.call_tool("echo", {"text": "in"}).content[0].text == "in"
     assert handle.app.sessions() == []
 
 
 def test_close_sends_delete(served, raw):
     _, handle = served
-    client = Client.http(handle.url)
+    client = legacy_http(handle.url)
     session_id = client.transport.session_id
     assert session_id and len(handle.app.sessions()) == 1
     client.close()
@@ -404,7 +404,7 @@ def test_close_does_not_hang_on_a_server_that_stopped_answering():
     thread = threading.Thread(target=fake_server, name="mute-server")
     thread.start()
     try:
-        client = Client.http(
+        client = legacy_http(
             f"http://127.0.0.1:{port}/mcp", connect_timeout=WAIT, open_get_stream=True
         )
         assert silent.wait(WAIT)  # the GET stream is open, and silent
@@ -441,7 +441,7 @@ def test_200_concurrent_calls_with_random_cancellations(serve, wire, fast_switch
     futures: dict[int, Any] = {}
     to_cancel: queue.SimpleQueue[int | None] = queue.SimpleQueue()
 
-    with Client.http(handle.url, max_workers=4) as client:
+    with legacy_http(handle.url, max_workers=4) as client:
 
         def submitter(ns: list[tuple[int, float, float]]) -> None:
             for n, delay, roll in ns:
@@ -568,7 +568,7 @@ def test_a_cancellation_issued_at_once_is_never_lost(probe, serve, wire, fast_sw
     must still land -- the handler never starts, or sees its token -- and none is answered."""
     log = PostLog(make_server(probe).wsgi_app())
     handle = serve(log)
-    with Client.http(handle.url.rsplit("/", 1)[0] + "/", open_get_stream=False) as client:
+    with legacy_http(handle.url.rsplit("/", 1)[0] + "/", open_get_stream=False) as client:
         calls = [client.call_tool_future("gated", {"tag": f"c{i}"}) for i in range(30)]
         for call in calls:
             assert call.cancel("at once") is True
@@ -601,7 +601,7 @@ def test_a_server_that_answers_with_json_stalls_no_other_call(probe, serve):
     """With JSON answers the POST lasts as long as the call: it runs on its own thread, so
     other calls, cancellations and timeouts go on meanwhile."""
     handle = serve(make_server(probe).wsgi_app(path="/mcp", json_response=True))
-    with Client.http(handle.url, open_get_stream=False) as client:
+    with legacy_http(handle.url, open_get_stream=False) as client:
         blocked = client.call_tool_future("gated", {"tag": "slow"})
         assert probe.started("slow").wait(WAIT)
         client.ping(timeout=WAIT)  # not stuck behind the blocked POST

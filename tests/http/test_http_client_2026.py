@@ -75,6 +75,15 @@ def make_server(probe: GateProbe) -> Server:
         answer = ctx.session.elicit("name?", {"type": "object", "properties": {}})
         return f"hello {answer.content}"
 
+    @server.tool()
+    def nap(tag: str, seconds: float, ctx: Context) -> str:
+        """Wait ``seconds`` unless cancelled (then the probe's ``<tag>.cancelled`` is set)."""
+        probe.started(tag).set()
+        if ctx.wait(seconds):
+            probe.cancelled(tag).set()
+            return "cancelled"
+        return "rested"
+
     @server.tool(input_schema=ANNOTATED)
     def query(**arguments: Any) -> str:
         """A tool whose arguments are mirrored in headers."""
@@ -386,7 +395,7 @@ def test_a_400_with_32022_and_a_supported_list_stays_2026(scripted: Any) -> None
         return "200 OK", "application/json", json.dumps(answer).encode()
 
     seen: list[str] = []
-    url, app = scripted(modern)
+    url, _app = scripted(modern)
     with Client.http(url) as client:
         assert client.era is Era.MODERN
         assert client.protocol_version == MODERN
@@ -448,3 +457,172 @@ def test_progress_on_a_2026_sse_answer_reaches_on_progress(scripted: Any) -> Non
         assert result.content[0].text == "done"
         assert done.wait(WAIT)
     assert seen == [1, 2]
+
+
+# -- cancelling before the answer's headers arrive ------------------------------------------
+class SilentServer:
+    """A TCP server that reads one HTTP request per connection and never answers 2026
+    calls (``server/discover`` is answered, so the client stays on 2026-07-28); it records
+    when the client closed a connection whose request it holds."""
+
+    def __init__(self) -> None:
+        import socket
+
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.url = f"http://127.0.0.1:{self.listener.getsockname()[1]}/mcp"
+        self.held = threading.Event()
+        self.closed_by_client = threading.Event()
+        self.threads: list[threading.Thread] = []
+        self.stop = threading.Event()
+        self.acceptor = threading.Thread(target=self._accept, name="silent-accept")
+        self.acceptor.start()
+
+    def _accept(self) -> None:
+        while not self.stop.is_set():
+            try:
+                conn, _ = self.listener.accept()
+            except OSError:
+                return
+            thread = threading.Thread(target=self._serve, args=(conn,), name="silent-conn")
+            self.threads.append(thread)
+            thread.start()
+
+    def _serve(self, conn: Any) -> None:
+        conn.settimeout(WAIT)
+        buffer = b""
+        try:
+            while True:
+                while b"\r\n\r\n" not in buffer:
+                    chunk = conn.recv(65536)
+                    if not chunk:
+                        return
+                    buffer += chunk
+                head, _, buffer = buffer.partition(b"\r\n\r\n")
+                length = int(
+                    next(
+                        line.split(b":", 1)[1]
+                        for line in head.split(b"\r\n")
+                        if line.lower().startswith(b"content-length:")
+                    )
+                )
+                while len(buffer) < length:
+                    buffer += conn.recv(65536)
+                body, buffer = json.loads(buffer[:length]), buffer[length:]
+                if body.get("method") == "server/discover":
+                    answer = json.dumps(
+                        {"jsonrpc": "2.0", "id": body["id"], "result": DISCOVER_RESULT}
+                    ).encode()
+                    conn.sendall(
+                        b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+                        b"Content-Length: %d\r\n\r\n" % len(answer) + answer
+                    )
+                    continue
+                self.held.set()
+                if conn.recv(65536) == b"":  # the client closed the connection
+                    self.closed_by_client.set()
+                return
+        except OSError:
+            return
+        finally:
+            conn.close()
+
+    def close(self) -> None:
+        import socket
+
+        self.stop.set()
+        # wake the blocked accept(): closing the listener alone does not
+        socket.create_connection(self.listener.getsockname(), timeout=WAIT).close()
+        self.listener.close()
+        self.acceptor.join(WAIT)
+        for thread in self.threads:
+            thread.join(WAIT)
+
+
+@pytest.fixture
+def silent() -> Iterator[SilentServer]:
+    server = SilentServer()
+    yield server
+    server.close()
+
+
+def test_a_cancel_before_the_headers_arrive_closes_the_connection_at_once(
+    silent: SilentServer,
+) -> None:
+    with Client.http(silent.url) as client:
+        assert client.era is Era.MODERN
+        token = CancelToken()
+        call = client.call_tool_future("anything", {}, cancel_token=token)
+        assert silent.held.wait(WAIT)  # the request is at the server; no headers came back
+        token.cancel()
+        with pytest.raises(Cancelled):
+            call.result(WAIT)
+        assert silent.closed_by_client.wait(WAIT)
+
+
+def test_a_timeout_before_the_headers_arrive_closes_the_connection(
+    silent: SilentServer,
+) -> None:
+    with Client.http(silent.url) as client:
+        with pytest.raises(RequestTimeout):
+            client.call_tool("anything", {}, timeout=0.2)
+        assert silent.closed_by_client.wait(WAIT)
+
+
+LONG = 60.0  # longer than any wait of the test: only a cancel ends it
+
+
+def test_many_threads_cancelling_at_random_moments_over_one_client(served: Any) -> None:
+    """Calls cancelled at random moments -- before the POST, while it is sent, before the
+    headers, while the SSE stream is open, after the answer -- each end exactly once (a
+    result or Cancelled), every cancel that won is seen by its handler, and the client keeps
+    working."""
+    import random
+    import sys
+
+    url, probe, recorder = served(modern_json_window=0.02, keepalive=0.02)
+    previous = sys.getswitchinterval()
+    sys.setswitchinterval(1e-5)
+    outcomes: dict[str, str] = {}
+    naps: dict[str, float] = {}
+    lock = threading.Lock()
+    try:
+        with Client.http(url, max_workers=8) as client:
+
+            def worker(index: int) -> None:
+                rng = random.Random(index)
+                for n in range(8):
+                    tag = f"w{index}-{n}"
+                    token = CancelToken()
+                    seconds = rng.choice([0.0, 0.05, LONG])
+                    naps[tag] = seconds
+                    call = client.call_tool_future(
+                        "nap",
+                        {"tag": tag, "seconds": seconds},
+                        cancel_token=token,
+                    )
+                    threading.Event().wait(rng.random() * 0.06)  # a random moment
+                    token.cancel()
+                    try:
+                        outcome = call.result(WAIT).content[0].text
+                    except Cancelled:
+                        outcome = "Cancelled"
+                    with lock:
+                        assert tag not in outcomes
+                        outcomes[tag] = outcome
+
+            threads = [threading.Thread(target=worker, args=(i,)) for i in range(6)]
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join(WAIT * 4)
+            assert client.call_tool("echo", {"text": "alive"}).content[0].text == "alive"
+    finally:
+        sys.setswitchinterval(previous)
+    assert len(outcomes) == 48
+    assert set(outcomes.values()) <= {"rested", "Cancelled"}
+    # a long handler that started and whose call was cancelled saw its token (a short one
+    # may have finished first; one that never started has nothing to see)
+    for tag, outcome in outcomes.items():
+        if outcome == "Cancelled" and naps[tag] == LONG and probe.started(tag).is_set():
+            assert probe.cancelled(tag).wait(WAIT), tag
+    assert recorder.headers_of("notifications/cancelled") == []

@@ -16,10 +16,10 @@ from typing import Any
 
 import httpx
 import pytest
-from support.http import make_server
+from support.http import legacy_http, make_server
 from support.waiting import WAIT
 
-from mcp_sync import Client, ConnectionClosed, McpError
+from mcp_sync import ConnectionClosed, McpError
 from mcp_sync.errors import HttpError, RequestNotSent
 from mcp_sync.http import serve_http
 from mcp_sync.http.client_transport import HttpClientTransport, ReconnectPolicy
@@ -57,7 +57,7 @@ def test_an_auth_flow_that_refreshes_its_token_on_401_works_end_to_end(probe, se
 
     handle = serve(make_server(probe), auth=check)
     auth = RefreshingAuth(issuer)
-    with Client.http(handle.url, auth=auth, open_get_stream=True) as client:
+    with legacy_http(handle.url, auth=auth, open_get_stream=True) as client:
         assert client.call_tool("echo", {"text": "one"}, timeout=WAIT).content[0].text == "one"
         assert auth.refreshes == 0
         issuer["token"] = "t2"  # the old token expires
@@ -78,7 +78,7 @@ def test_a_user_supplied_httpx_client_is_used_and_left_open(probe, serve):
         },
     )
     try:
-        with Client.http(handle.url, http_client=http) as client:
+        with legacy_http(handle.url, http_client=http) as client:
             assert (
                 client.call_tool("echo", {"text": "mine"}, timeout=WAIT).content[0].text == "mine"
             )
@@ -107,7 +107,7 @@ def test_a_request_that_never_reached_the_server_fails_that_call_only(probe):
     port, url = first.port, first.url
     second = None
     try:
-        with Client.http(url) as client:
+        with legacy_http(url) as client:
             assert client.call_tool("echo", {"text": "a"}, timeout=WAIT).content[0].text == "a"
             first.stop()  # connection refused from now on; the session lives on in the app
             with pytest.raises(RequestNotSent) as info:
@@ -176,7 +176,7 @@ def refusing(probe, serve):
 
 def test_an_http_error_carrying_jsonrpc_is_an_mcp_error_with_the_status(refusing):
     handle, _ = refusing
-    with Client.http(handle.url) as client:
+    with legacy_http(handle.url) as client:
         with pytest.raises(McpError) as info:
             client.call_tool("refuse", {}, timeout=WAIT)
         error = info.value
@@ -195,7 +195,7 @@ def test_an_http_error_carrying_jsonrpc_is_an_mcp_error_with_the_status(refusing
 
 def test_a_refused_notification_does_not_end_the_connection(refusing):
     handle, refused = refusing
-    with Client.http(handle.url, roots=["/a"]) as client:
+    with legacy_http(handle.url, roots=["/a"]) as client:
         client.set_roots(["/b"])
         assert refused.wait(WAIT)
         assert client.call_tool("echo", {"text": "on"}, timeout=WAIT).content[0].text == "on"
@@ -228,13 +228,13 @@ def test_an_unreachable_server_still_fails_the_connect_with_connection_closed():
     port = listener.getsockname()[1]
     listener.close()  # nothing listens there
     with pytest.raises(ConnectionClosed) as info:
-        Client.http(f"http://127.0.0.1:{port}/mcp", init_timeout=WAIT)
+        legacy_http(f"http://127.0.0.1:{port}/mcp", init_timeout=WAIT)
     assert isinstance(info.value, RequestNotSent), repr(info.value)
 
 
 def test_a_4xx_without_jsonrpc_fails_that_call_with_http_error(refusing):
     handle, _ = refusing
-    with Client.http(handle.url) as client:
+    with legacy_http(handle.url) as client:
         with pytest.raises(HttpError) as info:
             client.call_tool("too_big", {}, timeout=WAIT)
         assert info.value.status == 413 and "too big!" in str(info.value)
@@ -257,7 +257,7 @@ def test_init_timeout_bounds_a_server_that_accepts_but_never_answers():
 
     def connect() -> None:
         try:
-            Client.http(
+            legacy_http(
                 f"http://127.0.0.1:{listener.getsockname()[1]}/mcp", init_timeout=0.5
             ).close()
         except BaseException as exc:
@@ -278,5 +278,5 @@ def test_init_timeout_bounds_a_server_that_accepts_but_never_answers():
 def test_an_infinite_init_timeout_means_no_limit(probe, serve, forever):
     """A socket cannot wait for an infinite time: that read timeout raised OverflowError."""
     handle = serve(make_server(probe))
-    with Client.http(handle.url, init_timeout=forever) as client:
+    with legacy_http(handle.url, init_timeout=forever) as client:
         assert client.call_tool("echo", {"text": "x"}, timeout=WAIT).content[0].text == "x"

@@ -14,11 +14,11 @@ from typing import Any
 
 import httpx
 import pytest
-from support.http import make_server, run_waitress
+from support.http import legacy_http, make_server, run_waitress
 from support.probes import GateProbe
 from support.waiting import WAIT
 
-from mcp_sync import Cancelled, Client
+from mcp_sync import Cancelled
 from mcp_sync.http import McpWsgiApp, serve_http
 
 flask = pytest.importorskip("flask")
@@ -90,7 +90,7 @@ def test_flask_routes_and_mcp_side_by_side(flask_site, probe):
             if value == 10:
                 done.set()
 
-        with Client.http(base + "/mcp") as client:
+        with legacy_http(base + "/mcp") as client:
             assert client.server_info.name == "flask-mounted"
             assert {"echo", "gated"} <= {tool.name for tool in client.list_tools()}
             assert client.call_tool("echo", {"text": "via flask"}).content[0].text == "via flask"

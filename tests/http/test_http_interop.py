@@ -26,14 +26,14 @@ from typing import Any
 
 import httpx
 import pytest
-from support.http import make_server
+from support.http import legacy_http, make_server
 from support.interop import wait_for_marker
 from support.messages import as_wire
 from support.paths import PEERS, PYTHON
 from support.probes import GateProbe
 from support.waiting import WAIT
 
-from mcp_sync import Cancelled, Client, ConnectionClosed, Context, RequestTimeout
+from mcp_sync import Cancelled, ConnectionClosed, Context, RequestTimeout
 from mcp_sync.errors import McpError, SessionEnded
 
 pytestmark = pytest.mark.interop
@@ -123,7 +123,7 @@ def _wait_until_answering(url: str) -> None:
 
 
 def test_our_client_calls_tools_on_the_official_server(official_server):
-    with Client.http(official_server.url) as client:
+    with legacy_http(official_server.url) as client:
         assert client.server_info.name == "official-stdio-peer"
         assert client.protocol_version == "2025-11-25"
         names = {tool.name for tool in client.list_tools()}
@@ -144,7 +144,7 @@ def test_our_client_gets_progress_from_the_official_server(official_server):
         if progress == 3:
             last.set()
 
-    with Client.http(official_server.url) as client:
+    with legacy_http(official_server.url) as client:
         result = client.call_tool("slow", {"seconds": 0.3, "steps": 3}, on_progress=on_progress)
         assert result.content[0].text == "slept 0.3"
         assert last.wait(WAIT)
@@ -154,7 +154,7 @@ def test_our_client_gets_progress_from_the_official_server(official_server):
 def test_our_client_cancels_a_call_on_the_official_server(official_server):
     tag = uuid.uuid4().hex[:8]
     first = threading.Event()
-    with Client.http(official_server.url) as client:
+    with legacy_http(official_server.url) as client:
         future = client.call_tool_future(
             "slow", {"seconds": 30, "steps": 300, "tag": tag}, on_progress=lambda *_: first.set()
         )
@@ -171,7 +171,7 @@ def test_our_client_cancels_a_call_on_the_official_server(official_server):
 
 def test_our_client_times_out_a_call_on_the_official_server(official_server):
     tag = uuid.uuid4().hex[:8]
-    with Client.http(official_server.url) as client:
+    with legacy_http(official_server.url) as client:
         started = time.monotonic()
         with pytest.raises(RequestTimeout):
             client.call_tool("slow", {"seconds": 30, "steps": 300, "tag": tag}, timeout=1.0)
@@ -189,7 +189,7 @@ def test_official_server_requests_roots_and_sampling_from_our_client(official_se
             "model": "fake",
         }
 
-    with Client.http(
+    with legacy_http(
         official_server.url, roots=["file:///srv/a"], sampling_handler=sampling
     ) as client:
         roots = json.loads(client.call_tool("ask_roots").content[0].text)
@@ -198,7 +198,7 @@ def test_official_server_requests_roots_and_sampling_from_our_client(official_se
 
 
 def test_close_ends_the_session_on_the_official_server(official_server):
-    client = Client.http(official_server.url)
+    client = legacy_http(official_server.url)
     session_id = client.transport.session_id
     assert session_id
     client.close()  # DELETE
@@ -217,7 +217,7 @@ def test_close_ends_the_session_on_the_official_server(official_server):
 
 
 def test_official_server_ending_the_session_fails_our_calls_with_session_ended(official_server):
-    with Client.http(official_server.url, open_get_stream=False) as client:
+    with legacy_http(official_server.url, open_get_stream=False) as client:
         assert client.call_tool("echo", {"text": "a"}).content[0].text == "a"
         headers = {
             "Mcp-Session-Id": client.transport.session_id,

@@ -10,11 +10,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from support.http import make_server, run_waitress
+from support.http import legacy_http, make_server, run_waitress
 from support.messages import call_tool
 from support.waiting import WAIT
 
-from mcp_sync import Client
 from mcp_sync.http.wsgi_app import QUICK_ANSWER_WINDOW
 
 
@@ -50,7 +49,7 @@ def test_sequential_calls_under_waitress_reuse_their_connection(probe):
 
     base, stop = run_waitress(record, threads=4)
     try:
-        with Client.http(f"{base}/mcp", init_timeout=WAIT) as client:
+        with legacy_http(f"{base}/mcp", init_timeout=WAIT) as client:
             for i in range(30):
                 assert client.call_tool("echo", {"text": str(i)}, timeout=WAIT).content[
                     0

@@ -17,10 +17,10 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
-from support.http import Wire, run_waitress
+from support.http import Wire, legacy_http, run_waitress
 from support.waiting import WAIT, wait_until
 
-from mcp_sync import Cancelled, Client, Context, RequestTimeout, Server, ServerSession
+from mcp_sync import Cancelled, Context, RequestTimeout, Server, ServerSession
 from mcp_sync.http import McpWsgiApp, serve_http
 from mcp_sync.http.session_transport import HttpSessionTransport
 
@@ -117,7 +117,7 @@ def run_client(url: str, ledger: Ledger, record: Round, index: int, calls: int, 
     """One client's ``calls`` calls: ~70% answered, ~30% cancelled (at once, or once the
     handler runs) or timed out. Calls are numbered from ``first``."""
     rng = random.Random(first + index)
-    with Client.http(url) as client:
+    with legacy_http(url) as client:
         for i in range(calls):
             n = first + index * calls + i
             roll = rng.random()

@@ -21,7 +21,7 @@ import time
 from typing import Any, ClassVar
 
 import pytest
-from support.http import make_server, run_waitress
+from support.http import legacy_http, make_server, run_waitress
 from support.messages import call_tool, initialize_request, notification
 from support.waiting import WAIT, wait_until
 
@@ -105,7 +105,7 @@ def test_lifetime_expiry_and_reconnect_lose_no_notification(probe):
     url = f"{base}/mcp"
     notes = Notes()
     try:
-        with Client.http(
+        with legacy_http(
             url, on_notification=notes, reconnect=ReconnectPolicy(delay=30.0)
         ) as client:
             wait_until(lambda: app.standalone_streams == 1, "the GET stream to open")
@@ -182,13 +182,13 @@ def test_idle_clients_do_not_lock_others_out_of_a_small_waitress(probe):
     clients: list[Client] = []
     try:
         for _ in range(6):
-            clients.append(Client.http(url, on_notification=lambda m, p: None, init_timeout=WAIT))
+            clients.append(legacy_http(url, on_notification=lambda m, p: None, init_timeout=WAIT))
         wait_until(
             lambda: app.standalone_streams == 2 and len(set(refused)) == 4,
             "two GET streams to open, four to be refused",
         )
         holders = set(opened)
-        with Client.http(url, init_timeout=WAIT) as other:
+        with legacy_http(url, init_timeout=WAIT) as other:
             assert (
                 other.call_tool("echo", {"text": "through"}, timeout=WAIT).content[0].text
                 == "through"
@@ -212,7 +212,7 @@ def test_idle_clients_do_not_lock_others_out_of_a_small_waitress(probe):
 def test_get_stream_is_opened_when_asked_or_when_there_is_something_to_receive(probe, serve):
     handle = serve(make_server(probe))
     app = handle.app
-    with Client.http(handle.url) as plain:
+    with legacy_http(handle.url) as plain:
         plain.ping()
         assert app.standalone_streams == 0
     for options in (
@@ -220,7 +220,7 @@ def test_get_stream_is_opened_when_asked_or_when_there_is_something_to_receive(p
         {"on_log": lambda params: None},
         {"roots": ["/tmp"]},
     ):
-        with Client.http(handle.url, **options):
+        with legacy_http(handle.url, **options):
             wait_until(lambda: app.standalone_streams == 1, f"a GET stream with {options}")
         wait_until(lambda: app.standalone_streams == 0, "the stream to close with its client")
 
@@ -309,7 +309,7 @@ def test_event_stream_until_yields_what_was_pushed_then_stops():
 # -- cancellations that do not wait for headers --------------------------------------------------
 def test_a_cancel_reaches_a_server_that_sends_headers_only_with_the_result(probe, serve):
     handle = serve(make_server(probe).wsgi_app(path="/mcp", json_response=True))
-    with Client.http(handle.url) as client:
+    with legacy_http(handle.url) as client:
         future = client.call_tool_future("gated", {"tag": "late"})
         assert probe.started("late").wait(WAIT)
         assert future.cancel("no more") is True
@@ -490,7 +490,7 @@ BIG = {"blob": "x" * (32 * 1024 * 1024)}  # more than the loopback socket buffer
 def test_a_cancellation_is_not_sent_before_its_request_body_is_written():
     """A server that reads the headers of a big request but not yet its body: the client's
     cancel must wait until the body is written, then go at once (not wait for headers)."""
-    with RawServer() as server, Client.http(server.url, open_get_stream=False) as client:
+    with RawServer() as server, legacy_http(server.url, open_get_stream=False) as client:
         future = client.call_tool_future("big", BIG)
         assert server.big_headers.wait(WAIT)
         assert future.cancel("stop") is True
@@ -505,7 +505,7 @@ def test_an_initialize_stream_kept_open_after_its_answer_outlives_init_timeout()
     connection goes on (it used to be failed as 'the answer stream ... broke')."""
     with (
         RawServer(hold_init_stream=True) as server,
-        Client.http(server.url, open_get_stream=False, init_timeout=0.3) as client,
+        legacy_http(server.url, open_get_stream=False, init_timeout=0.3) as client,
     ):
         end = time.monotonic() + WAIT
         while any(t.name.startswith("mcp_sync-http-stream-") for t in threading.enumerate()):
@@ -516,7 +516,7 @@ def test_an_initialize_stream_kept_open_after_its_answer_outlives_init_timeout()
 
 
 def test_a_request_reset_while_its_body_was_being_sent_fails_that_call_only():
-    with RawServer(reset=True) as server, Client.http(server.url, open_get_stream=False) as client:
+    with RawServer(reset=True) as server, legacy_http(server.url, open_get_stream=False) as client:
         with pytest.raises(RequestNotSent):
             client.call_tool("big", BIG, timeout=WAIT)
         assert server.big_headers.is_set()
@@ -540,7 +540,7 @@ def test_the_handshake_returns_only_once_the_get_stream_is_answered(probe, serve
     handle = serve(gated_get)
     clients: list[Client] = []
     connect = threading.Thread(
-        target=lambda: clients.append(Client.http(handle.url, open_get_stream=True)),
+        target=lambda: clients.append(legacy_http(handle.url, open_get_stream=True)),
         name="connect",
     )
     connect.start()

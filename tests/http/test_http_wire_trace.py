@@ -9,8 +9,9 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from support.http import legacy_http
 
-from mcp_sync import Client, Server
+from mcp_sync import Server
 from mcp_sync.http import HttpServerHandle
 
 
@@ -34,7 +35,7 @@ def test_both_ends_of_an_http_session_log_every_message(
 
     caplog.set_level(logging.DEBUG, logger="mcp_sync.wire")
     handle = serve(server)
-    with Client.http(handle.url, open_get_stream=False) as client:
+    with legacy_http(handle.url, open_get_stream=False) as client:
         client.call_tool("echo", {"text": "over http"}, timeout=10)
     sent = _logged(caplog, "mcp_sync-client -> ")
     received = _logged(caplog, "mcp_sync-client <- ")

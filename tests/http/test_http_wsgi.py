@@ -10,11 +10,11 @@ import json
 import re
 
 import pytest
-from support.http import ACCEPT_BOTH, Sse, make_server
+from support.http import ACCEPT_BOTH, Sse, legacy_http, make_server
 from support.messages import PROTOCOL_VERSION, call_tool, initialize_request, notification, request
 from support.waiting import WAIT, wait_until
 
-from mcp_sync import Client, ConnectionClosed
+from mcp_sync import ConnectionClosed
 from mcp_sync.http import McpWsgiApp
 
 VISIBLE_ASCII = re.compile(r"^[\x21-\x7e]+$")
@@ -544,8 +544,8 @@ def test_idle_sessions_expire_but_busy_ones_do_not(probe, serve):
     now = [1000.0]
     app = McpWsgiApp(make_server(probe), session_timeout=60.0, clock=lambda: now[0])
     handle = serve(app)
-    idle = Client.http(handle.url, open_get_stream=False)
-    busy = Client.http(handle.url, open_get_stream=False)
+    idle = legacy_http(handle.url, open_get_stream=False)
+    busy = legacy_http(handle.url, open_get_stream=False)
     try:
         assert len(app.sessions()) == 2
         pending = busy.call_tool_future("gated", {"tag": "busy"})

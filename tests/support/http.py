@@ -22,7 +22,7 @@ from typing import Any
 
 import httpx
 
-from mcp_sync import Context, Server
+from mcp_sync import Client, Context, Server
 from mcp_sync.jsonrpc import id_key
 from support.messages import PROTOCOL_VERSION, initialize_request, notification
 from support.probes import GateProbe
@@ -72,6 +72,13 @@ def make_server(probe: GateProbe, name: str = "http-test", **options: Any) -> Se
         return "done"
 
     return server
+
+
+def legacy_http(url: str, *args: Any, **options: Any) -> Client:
+    """``Client.http`` pinned to the 2025-11-25 era (``protocol="legacy"``): for the tests of
+    2025 sessions (the GET stream, resumption, ``DELETE``, ``notifications/cancelled``)."""
+    options.setdefault("protocol", "legacy")
+    return Client.http(url, *args, **options)
 
 
 # -- what the server wrote -----------------------------------------------------------------------
