@@ -25,6 +25,7 @@ N = 0 if COMMANDS else int(sys.argv[2])
 import sequential  # noqa: E402  (benchmarks/ is this script's directory)
 
 from mcp_sync import Client  # noqa: E402  (imported after noting the start, as users would)
+from mcp_sync.lifecycle import Era  # noqa: E402
 
 KIB1, KIB100 = "x" * 1024, "x" * (100 * 1024)
 
@@ -86,7 +87,7 @@ def serve_commands(client: Client, url: str | None) -> None:
     try:
         sequential.answer_commands(
             {
-                "ping": client.ping,
+                **({} if client.era is Era.MODERN else {"ping": client.ping}),  # no ping at 2026
                 "call_1k": lambda: client.call_tool("echo", {"text": KIB1}),
                 "call_100k": lambda: client.call_tool("echo", {"text": KIB100}),
             },
@@ -111,7 +112,8 @@ def main() -> None:
         if COMMANDS:
             serve_commands(client, args[1] if transport == "http" else None)
             return
-        client.ping()
+        if client.era is not Era.MODERN:
+            client.ping()
         if transport == "stdio":
             out["concurrent8_rps"] = concurrent_rate([client] * 8, N)  # 8 callers, one connection
 

@@ -27,6 +27,7 @@ from mcp.client.streamable_http import streamable_http_client  # noqa: E402
 warnings.simplefilter("ignore")
 
 
+MODERN = "2026-07-28"
 MODE = os.environ.get("BENCH_PROTOCOL", "legacy")
 """The client's ``mode=`` over HTTP ("legacy", "2026-07-28"; set by bench.py)."""
 
@@ -63,7 +64,7 @@ async def concurrent(clients: list[Client], count: int) -> float:
 async def serve_commands(client: Client, url: str | None) -> None:
     """Sequential round trips on command: "SCENARIO COUNT" in, calls per second out."""
     scenarios = {
-        "ping": client.send_ping,
+        **({} if MODERN in MODE else {"ping": client.send_ping}),  # no ping at 2026-07-28
         "call_1k": lambda: client.call_tool("echo", {"text": KIB1}),
         "call_100k": lambda: client.call_tool("echo", {"text": KIB100}),
     }
@@ -87,6 +88,9 @@ async def answer(scenarios: dict[str, Any], clients: list[Client]) -> None:
         command := sequential.parse_command(await anyio.to_thread.run_sync(sys.stdin.readline))
     ) is not None:
         name, n = command
+        if name not in scenarios and name != "concurrent_32":
+            print("nan", flush=True)  # not in this revision
+            continue
         if name == "concurrent_32":
             print(await concurrent(clients, n), flush=True)
             continue
@@ -111,7 +115,8 @@ async def main() -> None:
         if COMMANDS:
             await serve_commands(client, args[1] if transport == "http" else None)
             return
-        await client.send_ping()
+        if MODERN not in MODE:
+            await client.send_ping()
         if transport == "stdio":
             per = N // 8
 

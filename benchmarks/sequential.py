@@ -63,7 +63,10 @@ def answer_commands(
         if name in batches:
             print(batches[name](n), flush=True)
             continue
-        fn = scenarios[name]
+        fn = scenarios.get(name)
+        if fn is None:
+            print("nan", flush=True)  # not in this revision (ping at 2026-07-28)
+            continue
         start = time.perf_counter()
         for _ in range(n):
             fn()
@@ -136,7 +139,8 @@ def measure(
                 for name in names[shift:] + names[:shift]:
                     rates[name].append(drivers[name].run(command, count))
             for name in names:
-                results[name][key] = max(rates[name])
+                measured = [rate for rate in rates[name] if rate == rate]  # nan: not measured
+                results[name][key] = max(measured) if measured else None
                 results[name][key + "_rounds"] = rates[name]
         return results
     finally:

@@ -70,6 +70,7 @@ from ..lifecycle import PROTOCOL_VERSION_KEY
 from ..transports.base import FailCall, OutboundMeta
 from .client_flight import Flight, FlightCancelled, tracking_transport
 from .client_headers import ToolHeaders, request_headers
+from .client_readers import ReaderPool
 from .sse import Oversize, SseParser
 
 __all__ = [
@@ -250,6 +251,8 @@ class HttpClientTransport:
         self._flights: dict[tuple[type, Any], Flight] = {}
         self._tool_lists: set[tuple[type, Any]] = set()  # tools/list ids (x-mcp-header maps)
         self._initialize_key: tuple[type, Any] | None = None
+        self._modern_sent = False  # a 2026-07-28 request went out (and no initialize yet)
+        self._readers = ReaderPool()  # 2026-07-28 requests: reused threads (client_readers)
         self.tool_headers = ToolHeaders()
         """The ``x-mcp-header`` annotations learnt from ``tools/list`` answers."""
 
@@ -295,7 +298,7 @@ class HttpClientTransport:
             if routing is not None:
                 self._send_modern(data, meta, routing)
                 return
-        if method == "notifications/cancelled" and self._abort_flight(meta.cancelled_request_id):
+        if method == "notifications/cancelled" and self._modern_cancel(meta.cancelled_request_id):
             return  # at 2026-07-28 closing the request's stream is its cancellation
         if method == "initialize":
             self._initialize_key = _key(meta.request_id)
@@ -334,28 +337,24 @@ class HttpClientTransport:
         its answer; its stream is tracked so that a cancel can close it."""
         key = _key(meta.request_id)
         flight = Flight()
+        self._modern_sent = True
         with self._lock:
             if key is not None:
                 self._flights[key] = flight
                 if meta.method == "tools/list":
                     self._tool_lists.add(key)
-        self._start(
-            self._post_modern,
-            data,
-            meta,
-            routing,
-            flight,
-            f"mcp_sync-http-request-{meta.request_id}",
-        )
+        if not self._readers.submit(lambda: self._post_modern(data, meta, routing, flight)):
+            raise ConnectionClosed("the HTTP transport is closed")
 
-    def _abort_flight(self, request_id: Any) -> bool:
+    def _modern_cancel(self, request_id: Any) -> bool:
         """Cancel the 2026-07-28 request ``request_id`` by closing its stream (at once, with
-        or without its answer's headers); False if it is no such request in flight."""
+        or without its answer's headers). True at 2026-07-28 -- where nothing is POSTed for
+        a cancel, also of a request whose answer came already -- False on a 2025 session."""
         key = _key(request_id)
         with self._lock:
             flight = self._flights.get(key) if key is not None else None
             if flight is None:
-                return False
+                return self._modern_sent and self._initialize_key is None
             self._cancelled.add(key)  # type: ignore[arg-type]
         flight.cancel()
         return True
@@ -640,8 +639,12 @@ class HttpClientTransport:
         with self._lock:
             responses = list(self._responses)
             threads = list(self._threads)
+            flights = list(self._flights.values())
+        for flight in flights:  # 2026-07-28 requests in flight: close their streams
+            flight.cancel()
         for response in responses:
             _abort(response)
+        self._readers.close()
         self._inbox.put(None)
         current = threading.current_thread()
         for thread in threads:
