@@ -78,3 +78,34 @@ def test_a_timeout_closes_the_stream_of_a_call_on_real_servers(
             client.call_tool("slow", {"seconds": 60, "tag": "t1"}, timeout=1.0)
         wait_marker(events, "CANCELLED slow t1")
         assert text_of(client.call_tool("echo", {"text": "still"}, timeout=LIMIT)) == "still"
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def test_our_http_client_falls_back_to_2025_with_a_2025_only_server() -> None:
+    """``@modelcontextprotocol/server-everything`` (TypeScript SDK v1: 2025-11-25 sessions
+    only) refuses the server/discover probe; the default mode then sends ``initialize`` and
+    speaks 2025-11-25, a session id and all."""
+    import signal
+
+    from support.node import node, node_package
+    from support.processes import Proc, user_env
+
+    script = node_package("@modelcontextprotocol/server-everything") / "dist" / "index.js"
+    port = _free_port()
+    with Proc([node(), str(script), "streamableHttp"], env=user_env(PORT=str(port))) as server:
+        server.wait_for("stderr", "listening on port", LIMIT)
+        url = f"http://127.0.0.1:{port}/mcp"
+        with Client.http(url, discover_timeout=LIMIT, default_timeout=LIMIT) as client:
+            assert client.era is Era.HANDSHAKE
+            assert client.protocol_version.startswith("2025")
+            assert client.transport.session_id  # type: ignore[attr-defined]
+            assert text_of(client.call_tool("echo", {"message": "old"})).endswith("old")
+        server.send_signal(signal.SIGINT)
+        server.finish(LIMIT)
