@@ -261,6 +261,8 @@ def wide_table(title: str, results: dict[str, dict[str, object]], reference: str
     for key, label, _better in ROWS:
         for name, ref in ratios:
             mine, other = results[name].get(key + "_rounds"), results[ref].get(key + "_rounds")
+            if results[name].get(key) is None or results[ref].get(key) is None:
+                continue  # not measured at this revision (ping at 2026-07-28)
             if isinstance(mine, list) and isinstance(other, list):
                 per_round = ", ".join(f"{m / o:.1f}x" for m, o in zip(mine, other, strict=True))
                 lines.append(f"  {label}, {shown(name)}: {per_round}")

@@ -396,7 +396,10 @@ class Client(Session):
             open_get_stream=open_get_stream,
             **{name: value for name, value in limits.items() if value is not None},
         )
-        return cls.connect(transport, **options)
+        init_timeout = options.pop("init_timeout", INIT_TIMEOUT)
+        client = cls(transport, **options)
+        transport.bind_receiver(client.endpoint.receive_line)  # answers go straight in
+        return client._start(init_timeout)
 
     def __enter__(self) -> Client:
         return self

@@ -44,7 +44,7 @@ import queue
 import socket
 import ssl
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -251,6 +251,7 @@ class HttpClientTransport:
         self._flights: dict[tuple[type, Any], Flight] = {}
         self._tool_lists: set[tuple[type, Any]] = set()  # tools/list ids (x-mcp-header maps)
         self._initialize_key: tuple[type, Any] | None = None
+        self._receive: Callable[[bytes], None] | None = None
         self._modern_sent = False  # a 2026-07-28 request went out (and no initialize yet)
         self._readers = ReaderPool()  # 2026-07-28 requests: reused threads (client_readers)
         self.tool_headers = ToolHeaders()
@@ -417,7 +418,7 @@ class HttpClientTransport:
         content_type = response.headers.get("content-type", "")
         if content_type.startswith("text/event-stream"):
             parser = SseParser(self._max_event_bytes)
-            outcome = self._consume(response, parser, request_id)
+            outcome = self._consume(response, parser, request_id, self._deliver_modern)
             if outcome is True or flight.cancelled:
                 return
             if isinstance(outcome, Oversize):
@@ -428,7 +429,7 @@ class HttpClientTransport:
                 ConnectionClosed(f"the answer stream of {meta.method} ended without its answer"),
             )
         elif content_type.startswith("application/json") or (status == 200 and not content_type):
-            self._read_json(response, request_id)
+            self._read_json(response, request_id, self._deliver_modern)
         else:
             response.close()
             self._fail_one(
@@ -545,7 +546,9 @@ class HttpClientTransport:
         else:
             self._read_json(response, request_id)
 
-    def _read_json(self, response: Any, request_id: Any) -> None:
+    def _read_json(
+        self, response: Any, request_id: Any, deliver: Callable[[bytes], None] | None = None
+    ) -> None:
         """Read a JSON answer of at most ``max_response_bytes`` into the inbox; a larger one
         fails its call (the rest is not read)."""
         limit = self._max_response_bytes
@@ -575,7 +578,7 @@ class HttpClientTransport:
             return
         body = b"".join(chunks)
         if body.strip():
-            self._deliver(body)
+            (deliver or self._deliver)(body)
 
     def _post_request(self, data: bytes, meta: OutboundMeta, written: threading.Event) -> None:
         """Thread body: POST a request and read its answer."""
@@ -714,6 +717,25 @@ class HttpClientTransport:
             data = self._learn_tools(data)
         self._inbox.put(data.replace(b"\n", b" "))
 
+    def bind_receiver(self, receive: Callable[[bytes], None]) -> None:
+        """Hand 2026-07-28 answers to ``receive`` (the endpoint's ``receive_line``) on the
+        reader thread that read them, instead of through :meth:`read_line`: one thread
+        hand-off less per call. Each call's messages still arrive in order (one reader
+        reads one call's stream)."""
+        self._receive = receive
+
+    def _deliver_modern(self, data: bytes) -> None:
+        if self._tool_lists:
+            data = self._learn_tools(data)
+        receive = self._receive
+        if receive is None:
+            self._inbox.put(data.replace(b"\n", b" "))
+            return
+        try:
+            receive(data)
+        except BaseException:  # one bad message must not end the reader (as in the endpoint)
+            _log.exception("failed to process a message from %s", self.url)
+
     def _learn_tools(self, data: bytes) -> bytes:
         """A ``tools/list`` answer at 2026-07-28: learn its ``x-mcp-header`` maps, and drop
         the tools whose annotations are invalid."""
@@ -755,7 +777,13 @@ class HttpClientTransport:
             with self._lock:
                 self._threads.discard(threading.current_thread())
 
-    def _consume(self, response: Any, parser: SseParser, answer_to: Any = None) -> bool | Oversize:
+    def _consume(
+        self,
+        response: Any,
+        parser: SseParser,
+        answer_to: Any = None,
+        deliver: Callable[[bytes], None] | None = None,
+    ) -> bool | Oversize:
         """Feed one SSE response into the inbox. True if it ended normally and, when
         ``answer_to`` is a request id, carried the answer to that request (or broke after
         it); the
@@ -780,7 +808,7 @@ class HttpClientTransport:
                         data = event[2].encode()
                         if not answered and _answers(data, answer_to):
                             answered = True
-                        self._deliver(data)
+                        (deliver or self._deliver)(data)
             return answered
         except Exception:
             # a request's stream that broke after its answer lost nothing (the initialize
