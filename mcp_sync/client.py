@@ -359,7 +359,8 @@ class Client(Session):
                 :data:`~mcp_sync.http.client_transport.MAX_RESPONSE_BYTES`).
             options: for :class:`Client` (and ``init_timeout``), ``protocol=`` included:
                 ``"auto"`` (the default) POSTs ``server/discover`` first and falls back to
-                ``initialize`` (see :mod:`mcp_sync.negotiation`).
+                ``initialize`` (see :mod:`mcp_sync.negotiation`); ``discover_timeout``
+                defaults to ``init_timeout`` when that is shorter.
 
         At 2026-07-28 every POST carries ``MCP-Protocol-Version``, ``Mcp-Method``,
         ``Mcp-Name`` and the ``Mcp-Param-*`` headers of the tool's ``x-mcp-header``
@@ -397,6 +398,9 @@ class Client(Session):
             **{name: value for name, value in limits.items() if value is not None},
         )
         init_timeout = options.pop("init_timeout", INIT_TIMEOUT)
+        if "discover_timeout" not in options and init_timeout is not None:
+            # a server that never answers: the probe waits no longer than initialize would
+            options["discover_timeout"] = min(DISCOVER_TIMEOUT, init_timeout)
         client = cls(transport, **options)
         transport.bind_receiver(client.endpoint.receive_line)  # answers go straight in
         return client._start(init_timeout)

@@ -160,8 +160,12 @@ def _open(options: argparse.Namespace, command: list[str]) -> Client:
     if url:
         _http_transport_class()
         try:
-            return Client.http(
-                url, headers=headers or None, connect_timeout=min(10.0, limit), init_timeout=limit
+            return Client.http(  # initialize at once, as over stdio below
+                url,
+                headers=headers or None,
+                connect_timeout=min(10.0, limit),
+                init_timeout=limit,
+                protocol="legacy",
             )
         except RequestTimeout:
             raise _handshake_timeout(limit) from None

@@ -19,14 +19,11 @@ import socket
 import threading
 from typing import Any
 
-__all__ = ["Flight", "FlightCancelled", "tracking_transport"]
+from ..errors import Cancelled
+
+__all__ = ["Flight", "tracking_transport"]
 
 _local = threading.local()  # .stream: the network stream this thread last wrote to
-
-
-class FlightCancelled(Exception):
-    """Raised inside httpx (from the trace callback) to stop a request cancelled before
-    its headers were written."""
 
 
 class Flight:
@@ -47,7 +44,8 @@ class Flight:
         if name.endswith("send_request_headers.started"):
             _local.stream = None
             if self.cancelled:
-                raise FlightCancelled("cancelled before it was sent")
+                # stops httpx before the request's headers go out
+                raise Cancelled("cancelled before it was sent")
         elif name.endswith("send_request_headers.complete"):
             stream = getattr(_local, "stream", None)
             if stream is not None and not self._attach("_stream", stream):

@@ -49,6 +49,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import (
+    Cancelled,
     ConnectionClosed,
     HttpError,
     McpError,
@@ -68,7 +69,7 @@ from ..jsonrpc import (
 )
 from ..lifecycle import PROTOCOL_VERSION_KEY
 from ..transports.base import FailCall, OutboundMeta
-from .client_flight import Flight, FlightCancelled, tracking_transport
+from .client_flight import Flight, tracking_transport
 from .client_headers import ToolHeaders, request_headers
 from .client_readers import ReaderPool
 from .sse import Oversize, SseParser
@@ -372,7 +373,7 @@ class HttpClientTransport:
             try:
                 headers = {**self._request_headers(modern=True), **routing}
                 response = self._send("POST", headers, data.rstrip(b"\n"), flight.trace())
-            except (httpx.HTTPError, FlightCancelled) as exc:
+            except (httpx.HTTPError, Cancelled) as exc:
                 if flight.cancelled:
                     return
                 sent = flight.body_sent
