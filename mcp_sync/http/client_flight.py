@@ -9,8 +9,9 @@ callback reads it once the request's headers are written (:meth:`Flight.trace`).
 then shuts that socket down from the cancelling thread, which wakes the thread blocked
 reading the answer; the connection is discarded, never reused.
 
-With an ``httpx.Client`` of the user's own (its pool is not ours to wrap) a cancel before
-the headers arrive closes the stream the moment they do.
+An ``httpx.Client`` of the user's own gets the same backend on its default transport (its
+new connections only; it changes nothing else). Through a mounted transport (a proxy, a
+custom transport) a cancel before the headers arrive closes the stream the moment they do.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from typing import Any
 
 from ..errors import Cancelled
 
-__all__ = ["Flight", "tracking_transport"]
+__all__ = ["Flight", "track", "tracking_transport"]
 
 _local = threading.local()  # .stream: the network stream this thread last wrote to
 
@@ -135,10 +136,20 @@ class _TrackingBackend:
 
 def tracking_transport(httpx: Any, **options: Any) -> Any:
     """An ``httpx.HTTPTransport`` (``options``: its arguments) whose connections note their
-    streams for :class:`Flight`; a plain one if this httpx's pool cannot be wrapped."""
+    streams for :class:`Flight` (see :func:`track`)."""
     transport = httpx.HTTPTransport(**options)
+    track(transport)
+    return transport
+
+
+def track(transport: Any) -> bool:
+    """Make the new connections of an ``httpx.HTTPTransport`` note their streams for
+    :class:`Flight` (it changes nothing else); False if ``transport`` is not one whose
+    connection pool can be wrapped (a cancel then closes the stream once its headers come)."""
     pool = getattr(transport, "_pool", None)
     backend = getattr(pool, "_network_backend", None)
-    if backend is not None:
+    if backend is None:
+        return False
+    if not isinstance(backend, _TrackingBackend):
         pool._network_backend = _TrackingBackend(backend)  # type: ignore[union-attr]
-    return transport
+    return True

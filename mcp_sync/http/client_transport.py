@@ -69,7 +69,7 @@ from ..jsonrpc import (
 )
 from ..lifecycle import PROTOCOL_VERSION_KEY
 from ..transports.base import FailCall, OutboundMeta
-from .client_flight import Flight, tracking_transport
+from .client_flight import Flight, track, tracking_transport
 from .client_headers import ToolHeaders, request_headers
 from .client_readers import ReaderPool
 from .sse import Oversize, SseParser
@@ -217,6 +217,7 @@ class HttpClientTransport:
         else:
             self._client = http_client
             self._owns_client = False
+            track(getattr(http_client, "_transport", None))  # cancel before the headers too
         base = self._client.timeout
         self._timeout = httpx.Timeout(
             connect=base.connect, read=None, write=base.write, pool=base.pool

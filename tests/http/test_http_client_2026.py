@@ -626,3 +626,19 @@ def test_many_threads_cancelling_at_random_moments_over_one_client(served: Any) 
         if outcome == "Cancelled" and naps[tag] == LONG and probe.started(tag).is_set():
             assert probe.cancelled(tag).wait(WAIT), tag
     assert recorder.headers_of("notifications/cancelled") == []
+
+
+def test_a_cancel_before_the_headers_closes_the_connection_of_a_users_httpx_client(
+    silent: SilentServer,
+) -> None:
+    import httpx
+
+    with httpx.Client() as own, Client.http(silent.url, http_client=own) as client:
+        token = CancelToken()
+        call = client.call_tool_future("anything", {}, cancel_token=token)
+        assert silent.held.wait(WAIT)
+        token.cancel()
+        with pytest.raises(Cancelled):
+            call.result(WAIT)
+        assert silent.closed_by_client.wait(WAIT)
+        assert not own.is_closed
