@@ -642,3 +642,28 @@ def test_a_cancel_before_the_headers_closes_the_connection_of_a_users_httpx_clie
             call.result(WAIT)
         assert silent.closed_by_client.wait(WAIT)
         assert not own.is_closed
+
+
+def test_a_32022_on_a_call_fails_that_call_only(scripted: Any) -> None:
+    """-32022 on a call with no other version both sides speak: the call fails with the
+    McpError (HTTP 400), the client stays on 2026-07-28 and the next call works."""
+
+    def modern(request: dict[str, Any]) -> tuple[str, str, bytes]:
+        if request["method"] == "server/discover":
+            answer = {"jsonrpc": "2.0", "id": request["id"], "result": DISCOVER_RESULT}
+            return "200 OK", "application/json", json.dumps(answer).encode()
+        if request["params"]["name"] == "refused":
+            body = _error(request, -32022, {"supported": [MODERN]})
+            return "400 Bad Request", "application/json", body
+        result = {"content": [{"type": "text", "text": "fine"}], "resultType": "complete"}
+        answer = {"jsonrpc": "2.0", "id": request["id"], "result": result}
+        return "200 OK", "application/json", json.dumps(answer).encode()
+
+    url, app = scripted(modern)
+    with Client.http(url) as client:
+        with pytest.raises(McpError) as raised:
+            client.call_tool("refused", {})
+        assert (raised.value.code, raised.value.http_status) == (-32022, 400)
+        assert client.call_tool("ok", {}).content[0].text == "fine"
+        assert client.era is Era.MODERN
+    assert [post["params"].get("name") for post in app.modern_posts[1:]] == ["refused", "ok"]
