@@ -130,3 +130,38 @@ def test_tasks_at_2026_over_http_carry_mcp_name(
     wait_event(gates.cancelled("h3"), "the handler's token to fire")
     got = _answer(_post(url, "tasks/get", {"taskId": task_id}, **{"Mcp-Name": task_id}))
     assert got["result"]["status"] == "cancelled"
+
+
+def test_a_task_over_http_at_2026_with_our_client(
+    served: tuple[str, Server], gates: GateProbe
+) -> None:
+    """The default client negotiates 2026-07-28 over HTTP; its tasks/* requests carry
+    Mcp-Name (the server refuses them without it), and result() sees the end."""
+    url, _server = served
+    with Client.http(url) as client:
+        assert client.protocol_version == MODERN
+        task = client.call_tool_as_task("slow", {"tag": "m1"}, timeout=WAIT)
+        wait_event(gates.started("m1"), "the handler to start")
+        assert task.status().status == "working"
+        gates.release("m1")
+        assert task.result(timeout=WAIT).content[0].text == "m1 done"
+        assert client.get_task(task.task_id, timeout=WAIT).status == "completed"
+
+
+def test_cancel_over_http_at_2026_with_our_client(
+    served: tuple[str, Server], gates: GateProbe
+) -> None:
+    url, server = served
+    with Client.http(url) as client:
+        assert client.protocol_version == MODERN
+        task = client.call_tool_as_task("slow", {"tag": "m2"}, timeout=WAIT)
+        wait_event(gates.started("m2"), "the handler to start")
+        task.cancel()
+        wait_event(gates.cancelled("m2"), "the handler's token to fire")
+        with pytest.raises(Cancelled):
+            task.result(timeout=WAIT)
+        wait_until(lambda: server.tasks.running(task.task_id) is None, "the handler to end")
+        wait_until(
+            lambda: client.get_task(task.task_id, timeout=WAIT).status == "cancelled",
+            "the task to end cancelled",
+        )
