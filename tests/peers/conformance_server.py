@@ -19,7 +19,7 @@ import threading
 import wave
 from typing import Any
 
-from mcp_sync import Context, Server
+from mcp_sync import Context, InputRequired, Server
 
 # a 1x1 red pixel
 PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg=="
@@ -254,6 +254,186 @@ def test_reconnection(ctx: Context) -> str:
     return "Reconnection test completed"
 
 
+# -- 2026-07-28: input rounds (SEP-2322) and the stateless diagnostics (SEP-2575) -------------
+def _form(message: str, field: str, kind: str = "string") -> dict[str, Any]:
+    schema = {"type": "object", "properties": {field: {"type": kind}}, "required": [field]}
+    return {
+        "method": "elicitation/create",
+        "params": {"message": message, "requestedSchema": schema},
+    }
+
+
+def _sample(text: str, max_tokens: int) -> dict[str, Any]:
+    message = {"role": "user", "content": {"type": "text", "text": text}}
+    return {
+        "method": "sampling/createMessage",
+        "params": {"messages": [message], "maxTokens": max_tokens},
+    }
+
+
+ROOTS: dict[str, Any] = {"method": "roots/list", "params": {}}
+
+
+def _answered(ctx: Context, asked: dict[str, Any]) -> InputRequired | None:
+    """``None`` once every key of ``asked`` has an answer, else the round asking them (again)."""
+    if all(key in ctx.input_responses for key in asked):
+        return None
+    return InputRequired(asked, state={"asked": sorted(asked)})
+
+
+def _content(answer: Any) -> dict[str, Any]:
+    content = answer.get("content") if isinstance(answer, dict) else None
+    return content if isinstance(content, dict) else {}
+
+
+@server.tool()
+def test_input_required_result_elicitation(ctx: Context) -> str | InputRequired:
+    """Asks the user's name through an input round (key ``user_name``)."""
+    missing = _answered(ctx, {"user_name": _form("What is your name?", "name")})
+    if missing is not None:
+        return missing
+    return f"Hello, {_content(ctx.input_responses['user_name']).get('name', 'stranger')}!"
+
+
+@server.tool()
+def test_input_required_result_sampling(ctx: Context) -> str | InputRequired:
+    """Asks the client's model a question through an input round (key ``capital_question``)."""
+    missing = _answered(ctx, {"capital_question": _sample("What is the capital of France?", 100)})
+    if missing is not None:
+        return missing
+    answer = ctx.input_responses["capital_question"]
+    return f"The model said: {json.dumps(answer.get('content') if isinstance(answer, dict) else answer)}"
+
+
+@server.tool()
+def test_input_required_result_list_roots(ctx: Context) -> str | InputRequired:
+    """Asks for the client's roots through an input round (key ``client_roots``)."""
+    missing = _answered(ctx, {"client_roots": ROOTS})
+    if missing is not None:
+        return missing
+    roots = ctx.input_responses["client_roots"]
+    found = roots.get("roots", []) if isinstance(roots, dict) else []
+    return f"The client has {len(found)} root(s)"
+
+
+@server.tool()
+def test_input_required_result_request_state(ctx: Context) -> str | InputRequired:
+    """Asks for a confirmation (key ``confirm``) with a state to echo back."""
+    missing = _answered(ctx, {"confirm": _form("Please confirm", "ok", "boolean")})
+    if missing is not None:
+        return missing
+    return f"Confirmed: {_content(ctx.input_responses['confirm']).get('ok')}"
+
+
+@server.tool()
+def test_input_required_result_multiple_inputs(ctx: Context) -> str | InputRequired:
+    """Asks for a name, a model's greeting and the roots in one round."""
+    missing = _answered(
+        ctx,
+        {
+            "user_name": _form("What is your name?", "name"),
+            "greeting": _sample("Generate a greeting", 50),
+            "client_roots": ROOTS,
+        },
+    )
+    if missing is not None:
+        return missing
+    return f"Got all three answers for {_content(ctx.input_responses['user_name']).get('name')}"
+
+
+@server.tool()
+def test_input_required_result_multi_round(ctx: Context) -> str | InputRequired:
+    """Two rounds: a name (``step1``), then a favourite colour (``step2``)."""
+    gathered = dict(ctx.request_state_payload or {}).get("gathered", {})
+    gathered.update({key: _content(value) for key, value in ctx.input_responses.items()})
+    if "step1" not in gathered:
+        return InputRequired(
+            {"step1": _form("Step 1: What is your name?", "name")}, state={"gathered": gathered}
+        )
+    if "step2" not in gathered:
+        return InputRequired(
+            {"step2": _form("Step 2: What is your favorite color?", "color")},
+            state={"gathered": gathered},
+        )
+    return f"{gathered['step1'].get('name')} likes {gathered['step2'].get('color')}"
+
+
+@server.tool()
+def test_input_required_result_tampered_state(ctx: Context) -> str | InputRequired:
+    """Asks for a confirmation; its sealed state is refused once tampered with."""
+    missing = _answered(ctx, {"confirm": _form("Please confirm", "ok", "boolean")})
+    return missing if missing is not None else "confirmed"
+
+
+@server.tool()
+def test_input_required_result_capabilities(ctx: Context) -> str | InputRequired:
+    """Asks only for the kinds of input this request's client capabilities declare."""
+    wanted = {
+        "elicitation": ("user_name", _form("What is your name?", "name")),
+        "sampling": ("capital_question", _sample("What is the capital of France?", 100)),
+        "roots": ("client_roots", ROOTS),
+    }
+    asked = dict(value for name, value in wanted.items() if name in ctx.client_capabilities)
+    missing = _answered(ctx, asked) if asked else None
+    return missing if missing is not None else f"answered: {sorted(ctx.input_responses)}"
+
+
+@server.tool()
+def test_missing_capability(ctx: Context) -> str:
+    """Asks the client's model: a request that does not declare sampling gets -32021."""
+    ctx.session.create_message(
+        [{"role": "user", "content": {"type": "text", "text": "hello"}}], max_tokens=10
+    )
+    return "sampled"
+
+
+@server.tool()
+def test_streaming_elicitation(ctx: Context) -> str:
+    """Asks the user through ``ctx.session.elicit``: at 2026-07-28 an input round on the
+    request's own answer, never a request on the stream."""
+    answer = ctx.session.elicit(
+        "What is your name?", {"type": "object", "properties": {"name": {"type": "string"}}}
+    )
+    return f"Hello, {(answer.content or {}).get('name', 'stranger')}!"
+
+
+@server.tool()
+def test_logging_tool(ctx: Context) -> str:
+    """Logs at info level: sent only when the request's ``_meta`` asks for a log level."""
+    ctx.info("test_logging_tool ran")
+    return "logged"
+
+
+@server.tool()
+def test_trigger_tool_change() -> str:
+    """Raises ``notifications/tools/list_changed`` (for ``subscriptions/listen`` streams)."""
+    server.notify_list_changed("tools")
+    return "tools list changed"
+
+
+@server.tool()
+def test_trigger_prompt_change() -> str:
+    """Raises ``notifications/prompts/list_changed`` (for ``subscriptions/listen`` streams)."""
+    server.notify_list_changed("prompts")
+    return "prompts list changed"
+
+
+@server.tool(
+    description="Mirrors its region and priority in Mcp-Param headers (SEP-2243)",
+    input_schema={
+        "type": "object",
+        "properties": {
+            "region": {"type": "string", "x-mcp-header": "Region"},
+            "priority": {"type": "integer", "x-mcp-header": "Priority"},
+            "query": {"type": "string"},
+        },
+        "required": ["region"],
+    },
+)
+def test_header_params(**arguments: Any) -> str:
+    return json.dumps(arguments, sort_keys=True)
+
+
 # -- resources -------------------------------------------------------------------------------
 @server.resource("test://static-text", mime_type="text/plain", description="A static text resource")
 def static_text() -> str:
@@ -327,6 +507,17 @@ def test_prompt_with_image() -> list:
         {"role": "user", "content": {"type": "image", "data": PNG, "mimeType": "image/png"}},
         {"role": "user", "content": {"type": "text", "text": "Please analyze the image above."}},
     ]
+
+
+@server.prompt()
+def test_input_required_result_prompt(ctx: Context) -> str | InputRequired:
+    """A prompt that asks what context to use (key ``user_context``) before it is built."""
+    missing = _answered(
+        ctx, {"user_context": _form("What context should the prompt use?", "context")}
+    )
+    if missing is not None:
+        return missing
+    return f"Use this context: {_content(ctx.input_responses['user_context']).get('context')}"
 
 
 @server.completion("prompt:test_prompt_with_arguments", "arg1")
