@@ -19,6 +19,7 @@ request to the fourth. That makes the spread deterministic:
 Judged from both ends: every call ends exactly once (answered, or cancelled and never
 answered), every cancelled handler's ``CANCELLED`` marker, gunicorn's access log (the worker
 that served each ``Mcp-Method``), and after ``SIGTERM`` the master and all four workers gone.
+A second test drives the same deployment with mcp_sync's own ``Client.http``.
 """
 
 from __future__ import annotations
@@ -44,6 +45,7 @@ from support.http import ACCEPT_BOTH
 from support.paths import PEERS, PYTHON
 from support.processes import Proc, user_env
 
+from mcp_sync import Client, Context
 from mcp_sync.request_state import DEFAULT_ENV_VAR, generate_key
 
 pytest.importorskip("gunicorn")
@@ -406,3 +408,51 @@ def test_200_calls_with_cancellations_and_input_rounds_over_4_workers(
     for method in ("server/discover", "tools/list", "tools/call"):
         assert served[method] == set(d.workers), (method, served[method])
     assert os.getpid() not in d.workers
+
+
+# -- the same, through mcp_sync's own client ----------------------------------------------------
+def text_of(result: Any) -> str:
+    return "".join(getattr(block, "text", "") for block in result.content)
+
+
+def test_our_client_calls_cancels_and_answers_input_rounds_over_4_workers(
+    deployment: Deployment,
+) -> None:
+    """``Client.http`` negotiates 2026-07-28 against the deployment; from 8 threads it makes
+    quick calls, input rounds (its elicitation handler answers) and calls it cancels with
+    ``PendingCall.cancel()`` -- which closes their streams: each cancelled handler sees its
+    token in whichever worker runs it."""
+    d = deployment
+
+    def elicit(params: dict[str, Any], ctx: Context) -> dict[str, Any]:
+        return ADA
+
+    kinds = ["quick", "book", "cancel"] * 8
+    cancelled: list[str] = []
+    lock = threading.Lock()
+    with Client.http(d.url, elicitation_handler=elicit) as client:
+        assert client.protocol_version == MODERN
+
+        def run(index: int, kind: str) -> None:
+            tag = f"c{index}-{kind}"
+            if kind == "quick":
+                done = json.loads(text_of(client.call_tool("quick", {"tag": tag})))
+                assert d.markers.of("DONE", tag) == [done["pid"]]
+            elif kind == "book":
+                done = json.loads(text_of(client.call_tool("book", {"tag": tag})))
+                assert done["name"] == "Ada"
+                assert len(d.markers.of("ROUND", tag)) == 2
+            else:
+                call = client.call_tool_future("hold", {"tag": tag})
+                d.markers.wait("STARTED", [tag])
+                assert call.cancel("enough") is True
+                with lock:
+                    cancelled.append(tag)
+
+        in_parallel([partial(run, i, k) for i, k in enumerate(kinds)])
+    d.markers.wait("CANCELLED", cancelled)
+    lines = d.markers.lines()
+    assert not [line for line in lines if line[0] == "EXPIRED"]
+    assert {pid for *_, pid in lines} <= set(d.workers)
+    # nothing was POSTed for the cancels: at 2026-07-28 the closed stream is the cancel
+    assert not [m for _, m, _ in d.access() if m.startswith("notifications/")]
