@@ -52,6 +52,7 @@ from ._version import __version__
 _HTTP_NAMES = (
     "AppStats",
     "AuthHook",
+    "BearerAuth",
     "HttpClientTransport",
     "HttpServerHandle",
     "McpWsgiApp",
@@ -65,6 +66,7 @@ __all__ = [
     "TaskState",
     "AppStats",
     "AuthHook",
+    "BearerAuth",
     "CancelToken",
     "Cancelled",
     "CapabilityError",

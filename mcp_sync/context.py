@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from .cancel import CancelToken
 from .jsonrpc import RequestId
 from .lifecycle import Era, RequestEnvelope
+from .principal import Principal
 from .protocol import InboundRequest
 from .session import LOG_LEVELS
 
@@ -67,6 +68,15 @@ class Context:
     def envelope(self) -> RequestEnvelope | None:
         """This request's 2026-07-28 envelope (``None`` in the handshake era)."""
         return self._about("envelope")  # type: ignore[no-any-return]
+
+    @property
+    def principal(self) -> Principal | None:
+        """Who sent this request: the :class:`~mcp_sync.principal.Principal` of its verified
+        access token when the HTTP app checks tokens
+        (:class:`~mcp_sync.http.bearer.BearerAuth`), else ``None`` (stdio, an app without
+        ``auth=``, or the client side of a connection)."""
+        principal = getattr(self._request.context, "principal", None)
+        return principal if isinstance(principal, Principal) else None
 
     @property
     def client_capabilities(self) -> dict[str, Any]:

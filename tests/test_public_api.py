@@ -14,6 +14,7 @@ import mcp_sync
 PUBLIC_NAMES = {
     "AppStats",
     "AuthHook",
+    "BearerAuth",
     "CancelToken",
     "Cancelled",
     "CapabilityError",

@@ -13,6 +13,7 @@ Its exceptions (:class:`~mcp_sync.errors.HttpError`, :class:`~mcp_sync.errors.Se
 ...) are in :mod:`mcp_sync.errors`, like every other.
 """
 
+from .bearer import BearerAuth
 from .client_transport import HttpClientTransport, ReconnectPolicy
 from .embedded_server import HttpServerHandle, serve_http
 from .wsgi_app import AppStats, AuthHook, McpWsgiApp
@@ -20,6 +21,7 @@ from .wsgi_app import AppStats, AuthHook, McpWsgiApp
 __all__ = [
     "AppStats",
     "AuthHook",
+    "BearerAuth",
     "HttpClientTransport",
     "HttpServerHandle",
     "McpWsgiApp",

@@ -26,6 +26,7 @@ from collections import OrderedDict
 from typing import Any
 
 from ..jsonrpc import RequestId, id_key, is_valid_id
+from ..principal import Principal
 from ..transports.base import FailCall, OutboundMeta
 from .sse import EventStream
 
@@ -49,6 +50,8 @@ class HttpSessionTransport:
         self._lock = threading.Lock()
         self._by_request: dict[tuple[type, RequestId], EventStream] = {}
         self._json_mode: set[tuple[type, RequestId]] = set()
+        # who sent each request whose stream is open (an app guarded by BearerAuth)
+        self._principals: dict[tuple[type, RequestId], Principal] = {}
         # requests the endpoint has registered (a cancel for them is delivered at once)
         self._received: set[tuple[type, RequestId]] = set()
         # cancels that came before their request: key -> the notification's line
@@ -60,10 +63,15 @@ class HttpSessionTransport:
 
     # -- streams ------------------------------------------------------------------------------
     def open_request_stream(
-        self, request_id: RequestId, *, json_mode: bool = False
+        self,
+        request_id: RequestId,
+        *,
+        json_mode: bool = False,
+        principal: Principal | None = None,
     ) -> EventStream | None:
         """Register the stream that answers request ``request_id``; ``None`` if that id
-        already has one (a duplicate id)."""
+        already has one (a duplicate id). ``principal``: who sent the request (handed to
+        the session by :meth:`principal_for` when it admits the request)."""
         key = id_key(request_id)
         stream = EventStream("r-" + secrets.token_hex(6), self._replay)
         with self._lock:
@@ -72,9 +80,17 @@ class HttpSessionTransport:
             self._by_request[key] = stream
             if json_mode:
                 self._json_mode.add(key)
+            if principal is not None:
+                self._principals[key] = principal
             self._streams[stream.id] = stream
             self._trim()
         return stream
+
+    def principal_for(self, request_id: RequestId) -> Principal | None:
+        """Who sent request ``request_id`` (``None``: nobody authenticated). The session asks
+        once, as it admits the request, and keeps the answer in the request's scope."""
+        with self._lock:
+            return self._principals.pop(id_key(request_id), None)
 
     def request_received(self, request_id: RequestId) -> bytes | None:
         """The endpoint has registered request ``request_id``: from now on a cancel for it
@@ -168,6 +184,7 @@ class HttpSessionTransport:
         """The request ended (answered or cancelled): drop what routes to it. Lock held."""
         self._json_mode.discard(key)
         self._received.discard(key)
+        self._principals.pop(key, None)
         return self._by_request.pop(key, None)
 
     def close(self) -> None:
@@ -177,6 +194,7 @@ class HttpSessionTransport:
             streams = list(self._streams.values())
             self._by_request.clear()
             self._received.clear()
+            self._principals.clear()
             self._early.clear()
         for stream in streams:
             stream.end()

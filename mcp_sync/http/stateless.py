@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import McpError
 from ..jsonrpc import INVALID_PARAMS, UNSUPPORTED_PROTOCOL_VERSION, ErrorResponse, Request, encode
 from ..lifecycle import MODERN_VERSIONS, PROTOCOL_VERSION_KEY, Era, Lifecycle
+from ..principal import Principal
 from ..workers import WorkerPool
 from .routing_headers import http_status_for
 from .session_transport import HttpSessionTransport
@@ -104,13 +105,22 @@ class StatelessRequest:
     session and cancels the handler if it is still running.
     """
 
-    def __init__(self, server: Server, pool: WorkerPool, request: Request, line: bytes) -> None:
+    def __init__(
+        self,
+        server: Server,
+        pool: WorkerPool,
+        request: Request,
+        line: bytes,
+        principal: Principal | None = None,
+    ) -> None:
         self.request = request
         self._transport = HttpSessionTransport("stateless", replay=_UNRELATED_KEPT)
         self._session: ServerSession = server.connect(
             self._transport, read=False, pool=pool, batches=False
         )
-        stream = self._transport.open_request_stream(request.id, json_mode=True)
+        stream = self._transport.open_request_stream(
+            request.id, json_mode=True, principal=principal
+        )
         assert stream is not None  # a fresh transport knows no id yet
         self.stream: EventStream = stream
         self._session.endpoint.receive_line(line)

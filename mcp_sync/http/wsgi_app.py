@@ -68,6 +68,7 @@ from ..lifecycle import HANDSHAKE_VERSIONS
 from ..protocol import CANCELLED_METHOD as CANCELLED
 from ..transports.batching import BATCH_REVISIONS, EMPTY_BATCH, split_batch
 from ..workers import DEFAULT_WAIT_WARNING, PoolStats, WorkerPool
+from .bearer import AuthRefusal, BearerAuth, owner_of, principal_of
 from .checks import HostAllowList, Refusal, check_content_type, read_body
 from .routing_headers import check_routing_headers
 from .session_transport import HttpSessionTransport
@@ -169,6 +170,7 @@ class _HttpSession:
         self.get_lock = threading.Lock()
         self.get_active = 0  # GET responses iterating the standalone stream
         self.last_seen = now
+        self.owner: str | None = None  # the principal key it is bound to (BearerAuth)
 
     def busy(self) -> bool:
         """True while a request runs or a client reads one of the session's streams."""
@@ -190,7 +192,9 @@ class McpWsgiApp:
             name; :func:`~mcp_sync.http.embedded_server.serve_http` bound to loopback checks it for
             the app. Pass ``[]`` under another server bound to loopback to allow loopback
             names only.
-        auth: an :data:`AuthHook` run before anything else.
+        auth: a :class:`~mcp_sync.http.bearer.BearerAuth` (OAuth bearer tokens, as the MCP
+            authorization spec has them: see :doc:`/howto/protect-flask`), or a raw
+            :data:`AuthHook` run before anything else.
         max_body_bytes: larger POST bodies get 413 (with ``Content-Length`` or, under a
             server that decodes chunked bodies, as soon as more arrived).
         json_response: answer requests with JSON instead of SSE.
@@ -238,7 +242,7 @@ class McpWsgiApp:
         path: str | None = None,
         allowed_origins: Sequence[str] | None = None,
         allowed_hosts: Sequence[str] | None = None,
-        auth: AuthHook | None = None,
+        auth: BearerAuth | AuthHook | None = None,
         max_body_bytes: int = 4 * 1024 * 1024,
         json_response: bool = False,
         keepalive: float = 15.0,
@@ -264,6 +268,8 @@ class McpWsgiApp:
         self.allowed_hosts = None if allowed_hosts is None else list(allowed_hosts)
         self._hosts = None if allowed_hosts is None else HostAllowList(allowed_hosts)
         self.auth = auth
+        self.bearer = auth if isinstance(auth, BearerAuth) else None
+        """The OAuth resource-server guard (``None``: no bearer tokens checked)."""
         self.max_body_bytes = max_body_bytes
         self.json_response = json_response
         self.keepalive = keepalive
@@ -410,6 +416,9 @@ class McpWsgiApp:
 
     # -- WSGI ---------------------------------------------------------------------------------
     def __call__(self, environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
+        if self.bearer is not None and self.bearer.is_metadata_path(environ):
+            method = environ.get("REQUEST_METHOD", "GET")
+            return self.bearer.serve_metadata(start_response, self.server, method)
         if self.path is not None and environ.get("PATH_INFO", "") not in (
             self.path,
             self.path.rstrip("/") + "/",
@@ -462,10 +471,14 @@ class McpWsgiApp:
     def _check_auth(
         self, environ: dict[str, Any]
     ) -> Callable[[StartResponse], Iterable[bytes]] | None:
-        if self.auth is None:
+        if self.bearer is not None:
+            verdict = self.bearer.authenticate(environ)
+            return verdict.respond if isinstance(verdict, AuthRefusal) else None
+        hook = self.auth
+        if hook is None or isinstance(hook, BearerAuth):
             return None
         try:
-            verdict = self.auth(environ)
+            verdict = hook(environ)
         except PermissionError as exc:
             detail = str(exc) or "forbidden"  # `exc` is unbound once the except block ends
             return lambda sr: _plain(sr, "403 Forbidden", detail)
@@ -478,6 +491,15 @@ class McpWsgiApp:
         if verdict == 403:
             return lambda sr: _plain(sr, "403 Forbidden", "forbidden")
         return lambda sr: _plain(sr, f"{int(verdict)} Refused", "refused")
+
+    def _check_scopes(self, environ: dict[str, Any], message: Any) -> AuthRefusal | None:
+        """The ``403 insufficient_scope`` of a request whose token lacks what its target
+        needs (see :meth:`BearerAuth.check_request`); ``None`` without ``BearerAuth``."""
+        return (
+            None
+            if self.bearer is None
+            else self.bearer.check_request(environ, message, self.server)
+        )
 
     def _session_for(
         self,
@@ -498,7 +520,8 @@ class McpWsgiApp:
             )
         with self._lock:
             entry = self._sessions.get(session_id)
-        if entry is None or entry.session.closed:
+        if entry is None or entry.session.closed or entry.owner != owner_of(environ):
+            # another principal's session does not exist for this one (keyed by both)
             return None, _jsonrpc_error(
                 start_response, "404 Not Found", INVALID_REQUEST, "Session not found", request_id
             )
@@ -542,6 +565,9 @@ class McpWsgiApp:
         if isinstance(message, InvalidMessage):
             reply = message.reply or ErrorResponse(None, INVALID_REQUEST, message.detail)
             return _json(start_response, "400 Bad Request", encode(reply))
+        forbidden = self._check_scopes(environ, message)
+        if forbidden is not None:
+            return forbidden.respond(start_response)
         method = message.method if isinstance(message, Request) else None
         if isinstance(message, (Request, Notification)) and (
             self.modern_only or is_modern_post(environ, message.params, method)
@@ -559,6 +585,7 @@ class McpWsgiApp:
             entry = self._new_session()
             if entry is None:
                 return self._refuse_session(start_response, message.id)
+            entry.owner = owner_of(environ)
         else:
             entry, refusal = self._session_for(
                 environ, start_response, message.id if isinstance(message, Request) else None
@@ -574,7 +601,9 @@ class McpWsgiApp:
             self._deliver(entry, message, line)
             return _plain(start_response, "202 Accepted", "")
         json_mode = self.json_response or not wants_sse
-        stream = entry.transport.open_request_stream(message.id, json_mode=json_mode)
+        stream = entry.transport.open_request_stream(
+            message.id, json_mode=json_mode, principal=principal_of(environ)
+        )
         if stream is None:
             return _jsonrpc_error(
                 start_response,
@@ -637,7 +666,9 @@ class McpWsgiApp:
                 "the server is shutting down",
                 message.id,
             )
-        served = StatelessRequest(self.server, self.pool, message, body.replace(b"\n", b" "))
+        served = StatelessRequest(
+            self.server, self.pool, message, body.replace(b"\n", b" "), principal_of(environ)
+        )
         sse = wants_sse and not self.json_response
         try:
             reply = served.wait_answer(self.modern_json_window if sse else self.request_timeout)
@@ -750,13 +781,19 @@ class McpWsgiApp:
             return _jsonrpc_error(start_response, "400 Bad Request", INVALID_REQUEST, detail)
         if not items:
             return _jsonrpc_error(start_response, "400 Bad Request", INVALID_REQUEST, EMPTY_BATCH)
+        for item in items if self.bearer is not None else ():
+            forbidden = self._check_scopes(environ, decode_object(item))
+            if forbidden is not None:
+                return forbidden.respond(start_response)
         streams: dict[tuple[type, RequestId], EventStream] = {}
 
         def admit(request: Request) -> bytes | None:
             busy = self._busy_reply(request, entry, ahead=len(streams))
             if busy is not None:
                 return busy
-            stream = entry.transport.open_request_stream(request.id, json_mode=True)
+            stream = entry.transport.open_request_stream(
+                request.id, json_mode=True, principal=principal_of(environ)
+            )
             if stream is None:
                 return encode(
                     ErrorResponse(request.id, INVALID_REQUEST, "request id is already in use")

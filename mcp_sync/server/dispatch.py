@@ -23,6 +23,7 @@ from ..endpoint import Endpoint
 from ..errors import CapabilityError, McpError
 from ..jsonrpc import INVALID_PARAMS, METHOD_NOT_FOUND, RESOURCE_NOT_FOUND, Notification, RequestId
 from ..lifecycle import LISTEN_METHOD, LOG_LEVEL_KEY, Admission, Era, Lifecycle, Role
+from ..principal import Principal
 from ..protocol import InboundRequest
 from ..results import SERVER_REQUEST_RESULTS, parser_for
 from ..session import LOG_LEVELS, Session
@@ -118,6 +119,10 @@ class ServerSession(Session):
         """What this server declared in its ``initialize`` answer."""
         self._server_info = {"name": server.name, "version": server.version}
         self._initialize_version: str | None = None
+        # a transport that authenticates requests (HTTP with BearerAuth) says who sent each
+        self._principal_for: Callable[[RequestId], Principal | None] | None = getattr(
+            transport, "principal_for", None
+        )
 
     def close(self, grace: float = 5.0) -> None:
         """Close the connection (cancels running handlers, joins threads).
@@ -129,12 +134,16 @@ class ServerSession(Session):
         self.endpoint.close(grace)
 
     # -- dispatch -----------------------------------------------------------------------------
+    def _sender(self, request: InboundRequest) -> Principal | None:
+        """Who sent ``request``, as its transport authenticated it (``None``: nobody)."""
+        return None if self._principal_for is None else self._principal_for(request.id)
+
     def _admit(self, request: InboundRequest) -> None:
         """Admit a new request (the endpoint calls this in arrival order, before scheduling
         it): make its :class:`RequestScope` and ask the lifecycle how to serve it. Raises
         the error owed to the client; an ``initialize`` is taken here, so that it pins the
         handshake era before any later request is admitted."""
-        scope = RequestScope(self, request.token, request=request)
+        scope = RequestScope(self, request.token, request=request, principal=self._sender(request))
         request.context = scope
         method, params = request.method, request.params
         if method == "ping":

@@ -33,6 +33,9 @@ class RegisteredTool:
     """A hand-written ``output_schema``: structured results are validated against it."""
     task_support: str = "forbidden"
     """Whether the tool runs as a task: ``"forbidden"``, ``"optional"`` or ``"required"``."""
+    scopes: frozenset[str] = frozenset()
+    """OAuth scopes a caller's token must grant to call the tool over HTTP (see
+    :class:`~mcp_sync.http.bearer.BearerAuth`); empty: none beyond the app's own."""
 
     def check_output(self, result: dict[str, Any]) -> dict[str, Any]:
         """``result`` if it honours a declared output schema, else a tool error saying how

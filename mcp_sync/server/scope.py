@@ -13,6 +13,7 @@ from ..call_options import CallOptions
 from ..cancel import CancelToken
 from ..jsonrpc import RequestId
 from ..lifecycle import Admission, Era, RequestEnvelope, capability_declared
+from ..principal import Principal
 from ..protocol import InboundRequest
 from ..session import LOG_LEVELS
 from .client_requests import create_message_params, elicit_params
@@ -55,6 +56,7 @@ class RequestScope:
         *,
         request: InboundRequest | None = None,
         admission: Admission | None = None,
+        principal: Principal | None = None,
     ) -> None:
         self._session = session
         self._token = token
@@ -64,6 +66,12 @@ class RequestScope:
         """How the session admitted the request (its era and envelope); ``None`` until then."""
         self.input_round: InputRound | None = None
         """(the request's own scope) The input round its handler runs in, set before it runs."""
+        self.principal = principal
+        """Who sent the request: the :class:`~mcp_sync.principal.Principal` its transport
+        authenticated (over HTTP, the verified bearer token of *this* request), ``None``
+        where nobody is authenticated (stdio, an unguarded app). The one place that says
+        who is asking: :attr:`Context.principal <mcp_sync.context.Context.principal>` reads
+        it, and so does whatever scopes data to a requestor (tasks: ``principal.key``)."""
 
     @property
     def session(self) -> ServerSession:
@@ -85,7 +93,12 @@ class RequestScope:
         """The same request's scope, its requests tied to ``token`` (a handler's own token,
         for example a child with a server-side deadline)."""
         return RequestScope(
-            self._session, token, self._request_id, request=self._request, admission=self.admission
+            self._session,
+            token,
+            self._request_id,
+            request=self._request,
+            admission=self.admission,
+            principal=self.principal,
         )
 
     # -- what the request says about itself ---------------------------------------------------

@@ -201,6 +201,7 @@ class Server:
         input_schema: Mapping[str, Any] | None = None,
         output_schema: Mapping[str, Any] | None = None,
         task: TaskMode = "forbidden",
+        scopes: Iterable[str] = (),
     ) -> Callable[[F], F]:
         """Register a function as a tool (a decorator).
 
@@ -230,6 +231,10 @@ class Server:
         caller chooses at 2025-11-25; at 2026-07-28 a request declaring the tasks extension
         gets a task), ``"required"`` (only as a task), ``"forbidden"`` (the default). The
         same ``Context`` serves: ``ctx.cancelled`` and ``ctx.wait()`` fire on ``tasks/cancel``.
+
+        ``scopes=`` names OAuth scopes the caller's access token must grant: an app guarded
+        by :class:`~mcp_sync.http.bearer.BearerAuth` answers a call without them ``403``
+        ``insufficient_scope`` before the tool runs (see :doc:`/howto/protect-flask`).
         """
 
         def decorator(fn: F) -> F:
@@ -244,6 +249,7 @@ class Server:
                 input_schema=input_schema,
                 output_schema=output_schema,
                 task=task,
+                scopes=scopes,
             )
             return fn
 
@@ -262,6 +268,7 @@ class Server:
         input_schema: Mapping[str, Any] | None = None,
         output_schema: Mapping[str, Any] | None = None,
         task: TaskMode = "forbidden",
+        scopes: Iterable[str] = (),
     ) -> RegisteredTool:
         """Register ``fn`` as a tool (see :meth:`tool`); notifies connected clients."""
         tool_name = name or fn.__name__
@@ -300,6 +307,7 @@ class Server:
             wrap_output=wrap,
             declared_output=declared_output,
             task_support=task,
+            scopes=_scope_set(scopes),
         )
         self._register("tools", tool_name, tool)
         return tool
@@ -660,3 +668,14 @@ class ServerHandle:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+def _scope_set(scopes: Iterable[str]) -> frozenset[str]:
+    """A tool's ``scopes=`` as a set, each a non-empty scope token (RFC 6749, section 3.3)."""
+    if isinstance(scopes, str):
+        raise TypeError("scopes= takes a list of scope names, not one string")
+    chosen = frozenset(scopes)
+    for scope in chosen:
+        if not scope or any(c in scope for c in ' "\\') or not scope.isprintable():
+            raise ValueError(f"not a valid OAuth scope: {scope!r}")
+    return chosen
