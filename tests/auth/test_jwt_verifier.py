@@ -4,6 +4,7 @@ key set) and the refetch rate limit."""
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Iterator
 
@@ -132,3 +133,29 @@ def test_key_set_expires_after_ttl(auth, verifier, clock):
 def test_hmac_algorithms_refused_at_construction(auth):
     with pytest.raises(ValueError):
         JwtVerifier(issuer=auth.url, audience=RESOURCE, algorithms=["HS256"])
+
+
+def test_threads_racing_on_a_new_key_fetch_once(auth, verifier, clock):
+    old = auth.new_key()
+    verifier(auth.mint(old, RESOURCE))
+    clock.now += 31
+    new = auth.new_key()
+    auth.publish_only(new)
+    token = auth.mint(new, RESOURCE)
+    start = threading.Barrier(8)
+    subjects: list[str] = []
+    lock = threading.Lock()
+
+    def verify() -> None:
+        start.wait(5)
+        subject = verifier(token).subject
+        with lock:
+            subjects.append(subject)
+
+    threads = [threading.Thread(target=verify) for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(10)
+    assert subjects == ["alice"] * 8
+    assert auth.hits["jwks"] == 2  # one fetch for the first set, one for the rotation
