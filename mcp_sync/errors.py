@@ -15,6 +15,8 @@ The tree (stdlib bases in brackets; code that catches those keeps working)::
      |         +-- StateReplayed      opened once already
      +-- PeerMisbehaved               the peer broke the protocol for one call
      +-- ResponseTooLarge             an HTTP answer over the client's limit
+     +-- InvalidToken                 an access token a token verifier does not accept
+     +-- VerifierUnavailable          a token verifier cannot decide now
      +-- [ValueError]
      |    +-- PayloadTooLarge         a requestState to seal is over the sealer's bound
      +-- [LookupError]
@@ -88,6 +90,8 @@ __all__ = [
     "TaskNotFound",
     "TaskAlreadyTerminal",
     "TaskStoreFull",
+    "InvalidToken",
+    "VerifierUnavailable",
     "InputNeeded",
     "describe_base_exception",
 ]
@@ -366,6 +370,22 @@ def describe_base_exception(exc: BaseException) -> str:
     or another exception that is not an :class:`Exception`."""
     text = str(exc)
     return f"the handler raised {type(exc).__name__}" + (f": {text}" if text else "")
+
+
+class InvalidToken(Exception):
+    """A token verifier does not accept the token (unknown, expired, not for this resource,
+    badly signed, ...): the HTTP app answers ``401`` ``invalid_token``. The message is sent to
+    the client as the ``error_description``: never put the token, or anything taken from an
+    unverified token, in it."""
+
+    def __init__(self, description: str = "the access token is not valid") -> None:
+        super().__init__(description)
+        self.description = description
+
+
+class VerifierUnavailable(Exception):
+    """A token verifier cannot decide now (its authorization server does not answer): the
+    request gets ``503`` with ``Retry-After``, not ``401`` (the token may be fine)."""
 
 
 class InputNeeded(BaseException):

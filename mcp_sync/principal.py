@@ -7,8 +7,8 @@ where the transport authenticates nobody, e.g. stdio), and tasks are visible onl
 principal that created them (:attr:`Principal.key`).
 
 A :class:`TokenVerifier` is anything callable as ``verifier(token) -> Principal``: it raises
-:class:`InvalidToken` (or returns ``None``) for a token it does not accept, and
-:class:`VerifierUnavailable` when it cannot decide right now (its authorization server is
+:class:`~mcp_sync.errors.InvalidToken` (or returns ``None``) for a token it does not
+accept, and :class:`~mcp_sync.errors.VerifierUnavailable` when it cannot decide right now (its authorization server is
 unreachable). Ready-made ones are in :mod:`mcp_sync.auth`.
 """
 
@@ -19,7 +19,7 @@ import json
 from collections.abc import Mapping
 from typing import Any, Protocol, runtime_checkable
 
-__all__ = ["Principal", "TokenVerifier", "InvalidToken", "VerifierUnavailable"]
+__all__ = ["Principal", "TokenVerifier"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -59,28 +59,13 @@ class Principal:
         return json.dumps([self.issuer, self.subject], separators=(",", ":"))
 
 
-class InvalidToken(Exception):
-    """A verifier does not accept the token (unknown, expired, not for this resource, badly
-    signed, ...). The message is sent to the client as the ``error_description`` of the
-    ``401``: never put the token, or anything taken from an unverified token, in it."""
-
-    def __init__(self, description: str = "the access token is not valid") -> None:
-        super().__init__(description)
-        self.description = description
-
-
-class VerifierUnavailable(Exception):
-    """A verifier cannot decide now (its authorization server does not answer): the request
-    gets ``503`` with ``Retry-After``, not ``401`` (the token may be fine)."""
-
-
 @runtime_checkable
 class TokenVerifier(Protocol):
     """What turns a bearer token into a :class:`Principal`.
 
     Called from many WSGI threads at once: implementations must be thread-safe. Return the
-    principal, or raise :class:`InvalidToken` (returning ``None`` means the same);
-    :class:`VerifierUnavailable` when the answer cannot be known now.
+    principal, or raise :class:`~mcp_sync.errors.InvalidToken` (returning ``None`` means the
+    same); :class:`~mcp_sync.errors.VerifierUnavailable` when the answer cannot be known now.
     """
 
     def __call__(self, token: str) -> Principal | None:

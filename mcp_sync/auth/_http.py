@@ -6,7 +6,7 @@ import json
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from ..principal import VerifierUnavailable
+from ..errors import VerifierUnavailable
 
 if TYPE_CHECKING:  # pragma: no cover
     import httpx

@@ -17,8 +17,9 @@ from collections import OrderedDict
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Literal
 
+from ..errors import InvalidToken, VerifierUnavailable
 from ..http.bearer import canonical_resource
-from ..principal import InvalidToken, Principal, VerifierUnavailable
+from ..principal import Principal
 from ._http import new_client, read_json
 
 if TYPE_CHECKING:  # pragma: no cover

@@ -18,8 +18,9 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit, urlunsplit
 
+from ..errors import InvalidToken, VerifierUnavailable
 from ..http.bearer import canonical_resource
-from ..principal import InvalidToken, Principal, VerifierUnavailable
+from ..principal import Principal
 from ._http import new_client, read_json
 
 if TYPE_CHECKING:  # pragma: no cover

@@ -7,7 +7,8 @@ import hmac
 import time
 from collections.abc import Callable, Mapping
 
-from ..principal import InvalidToken, Principal
+from ..errors import InvalidToken
+from ..principal import Principal
 
 __all__ = ["StaticTokenVerifier"]
 

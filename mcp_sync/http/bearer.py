@@ -32,8 +32,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl, urlsplit, urlunsplit
 
+from ..errors import InvalidToken, VerifierUnavailable
 from ..jsonrpc import Request
-from ..principal import InvalidToken, Principal, TokenVerifier, VerifierUnavailable
+from ..principal import Principal, TokenVerifier
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..server import Server

@@ -12,7 +12,7 @@ import pytest
 from authserver import CLIENT, AuthServer, Clock, running_auth_server
 
 from mcp_sync.auth import IntrospectionVerifier
-from mcp_sync.principal import InvalidToken, VerifierUnavailable
+from mcp_sync.errors import InvalidToken, VerifierUnavailable
 
 RESOURCE = "https://mcp.example.test/mcp"
 

@@ -13,7 +13,7 @@ import pytest
 from authserver import AuthServer, Clock, running_auth_server
 
 from mcp_sync.auth import JwtVerifier
-from mcp_sync.principal import InvalidToken
+from mcp_sync.errors import InvalidToken
 
 RESOURCE = "https://mcp.example.test/mcp"
 
