@@ -50,7 +50,7 @@ __all__ = [
     "MAX_AUTHORIZATION_BYTES",
 ]
 
-_log = logging.getLogger("mcp_sync.http.auth")
+_log = logging.getLogger("mcp_sync.auth")
 
 PRINCIPAL_KEY = "mcp_sync.principal"
 """The WSGI ``environ`` key under which the app keeps an authenticated request's principal."""
