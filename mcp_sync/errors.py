@@ -37,7 +37,16 @@ The tree (stdlib bases in brackets; code that catches those keeps working)::
      |    +-- RequestTimeout          a call's ``timeout=`` expired
      |    +-- WaitTimeout             a wait's own timeout passed (the call goes on)
      +-- [concurrent.futures.CancelledError]
-          +-- Cancelled               the work was cancelled
+     |    +-- Cancelled               the work was cancelled
+     +-- AuthorizationError           OAuth for an HTTP connection failed (mcp_sync.auth)
+          +-- DiscoveryError          resource or authorization server metadata missing or wrong
+          +-- RegistrationError       no client registration could be had
+          +-- AuthorizationDenied     the user or the authorization server declined (``error``)
+          +-- AuthorizationRejected   the redirect failed a check (``state``, ``iss``)
+          +-- TokenEndpointError      the token endpoint answered an OAuth ``error``
+          +-- InsufficientScope       403 insufficient_scope that a wider grant did not cure
+          +-- AuthorizationTimeout    [TimeoutError] no redirect in time, or waited too long
+          +-- AuthorizationCancelled  [CancelledError] the authorization was cancelled
     [BaseException]
      +-- InputNeeded                  a handler stops until the client's input arrives (a signal)
 
@@ -94,6 +103,16 @@ __all__ = [
     "VerifierUnavailable",
     "InputNeeded",
     "describe_base_exception",
+    # authorization (mcp_sync.auth)
+    "AuthorizationError",
+    "DiscoveryError",
+    "RegistrationError",
+    "AuthorizationDenied",
+    "AuthorizationRejected",
+    "TokenEndpointError",
+    "InsufficientScope",
+    "AuthorizationTimeout",
+    "AuthorizationCancelled",
 ]
 
 
@@ -398,3 +417,72 @@ class InputNeeded(BaseException):
     handler that swallows it still gets ``input_required`` answered, and whatever it returns
     instead is dropped. It never reaches the client.
     """
+
+
+class AuthorizationError(Exception):
+    """OAuth authorization of an HTTP connection failed (:mod:`mcp_sync.auth`); the subclass
+    says which step. Messages name the step, the URL and the OAuth ``error`` code, never a
+    token, a code or a secret.
+
+    Attributes:
+        error: the OAuth ``error`` code when the peer sent one (``"access_denied"``,
+            ``"invalid_grant"`` ...), else ``None``.
+        description: the peer's ``error_description``, if any.
+    """
+
+    def __init__(
+        self, message: str, *, error: str | None = None, description: str | None = None
+    ) -> None:
+        super().__init__(message)
+        self.error = error
+        self.description = description
+
+
+class DiscoveryError(AuthorizationError):
+    """The protected resource metadata (RFC 9728) or the authorization server metadata
+    (RFC 8414 / OpenID Connect discovery) could not be found, or failed a check (resource
+    mismatch, issuer mismatch, no PKCE ``S256``, not HTTPS)."""
+
+
+class RegistrationError(AuthorizationError):
+    """No client registration: no pre-registered credentials for this authorization server,
+    no client ID metadata document it accepts, and dynamic registration (RFC 7591) absent or
+    refused (``error`` then holds its code)."""
+
+
+class AuthorizationDenied(AuthorizationError):
+    """The authorization endpoint redirected back with an ``error`` (``access_denied`` when
+    the user declined)."""
+
+
+class AuthorizationRejected(AuthorizationError):
+    """The redirect back failed a check and was discarded: a ``state`` that does not match,
+    or an ``iss`` that is not the recorded issuer (RFC 9207), or one missing where the
+    authorization server promised it. Its ``error`` fields, if any, are not shown."""
+
+
+class TokenEndpointError(AuthorizationError):
+    """The token endpoint refused a grant (authorization code, refresh token or client
+    credentials); ``error`` is its OAuth code, for example ``"invalid_client"``."""
+
+
+class InsufficientScope(AuthorizationError):
+    """The server answered 403 ``insufficient_scope`` and a new grant with the union of the
+    scopes did not help (or may not be asked for again).
+
+    Attributes:
+        required: the scopes the server's challenge named (a tuple, maybe empty).
+    """
+
+    def __init__(self, message: str, required: tuple[str, ...] = ()) -> None:
+        super().__init__(message, error="insufficient_scope")
+        self.required = required
+
+
+class AuthorizationTimeout(AuthorizationError, TimeoutError):
+    """No redirect reached the loopback listener within the authorization timeout, or a
+    thread waited longer than its bound for another thread's authorization."""
+
+
+class AuthorizationCancelled(AuthorizationError, concurrent.futures.CancelledError):
+    """The authorization was cancelled (``OAuth.cancel()``) while waiting for the user."""

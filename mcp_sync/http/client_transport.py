@@ -49,6 +49,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import (
+    AuthorizationError,
     Cancelled,
     ConnectionClosed,
     HttpError,
@@ -490,6 +491,12 @@ class HttpClientTransport:
                 response = self._send(
                     "POST", self._request_headers(), data.rstrip(b"\n"), trace, read_timeout
                 )
+            except AuthorizationError as exc:
+                # the auth flow (mcp_sync.auth) failed a step: this call fails with it
+                if is_request and meta.method != "initialize":
+                    self._fail_one(request_id, exc)
+                    return
+                raise
             except httpx.HTTPError as exc:
                 if is_request and read_timeout is not None and isinstance(exc, httpx.ReadTimeout):
                     self._fail_one(
