@@ -46,7 +46,7 @@ The tree (stdlib bases in brackets; code that catches those keeps working)::
           +-- TokenEndpointError      the token endpoint answered an OAuth ``error``
           +-- InsufficientScope       403 insufficient_scope that a wider grant did not cure
           +-- AuthorizationTimeout    [TimeoutError] no redirect in time, or waited too long
-          +-- AuthorizationCancelled  [CancelledError] the authorization was cancelled
+          +-- AuthorizationCancelled  OAuth.cancel() stopped the wait for the user
     [BaseException]
      +-- InputNeeded                  a handler stops until the client's input arrives (a signal)
 
@@ -484,5 +484,6 @@ class AuthorizationTimeout(AuthorizationError, TimeoutError):
     thread waited longer than its bound for another thread's authorization."""
 
 
-class AuthorizationCancelled(AuthorizationError, concurrent.futures.CancelledError):
-    """The authorization was cancelled (``OAuth.cancel()``) while waiting for the user."""
+class AuthorizationCancelled(AuthorizationError):
+    """The authorization was cancelled (``OAuth.cancel()``) while waiting for the user. Not
+    a :class:`Cancelled`: the call did not ask for it, and the connection may go on."""

@@ -54,8 +54,9 @@ def token_set(answer: Any, resource: str, issuer: str, requested: str | None) ->
         )
     expires_in = answer.get("expires_in")
     expires_at = None
+    now = time.time()
     if isinstance(expires_in, (int, float)) and not isinstance(expires_in, bool):
-        expires_at = time.time() + float(expires_in)
+        expires_at = now + float(expires_in)
     refresh = answer.get("refresh_token")
     scope = answer.get("scope")
     return TokenSet(
@@ -67,6 +68,7 @@ def token_set(answer: Any, resource: str, issuer: str, requested: str | None) ->
         expires_at=expires_at,
         scope=scope if isinstance(scope, str) else requested,
         requested_scope=requested,
+        issued_at=now,
     )
 
 

@@ -40,6 +40,7 @@ class TokenSet:
     expires_at: float | None = None
     scope: str | None = None
     requested_scope: str | None = None
+    issued_at: float | None = None
 
     def __repr__(self) -> str:
         return (
@@ -49,8 +50,14 @@ class TokenSet:
         )
 
     def expires_within(self, seconds: float) -> bool:
-        """True when the access token expires in less than ``seconds``."""
-        return self.expires_at is not None and self.expires_at - time.time() < seconds
+        """True when the access token expires in less than ``seconds`` -- or than half its
+        lifetime, when that is shorter (so a token that lives less than the leeway is not
+        refreshed on every request)."""
+        if self.expires_at is None:
+            return False
+        if self.issued_at is not None:
+            seconds = min(seconds, (self.expires_at - self.issued_at) / 2)
+        return self.expires_at - time.time() < seconds
 
     def to_json(self) -> dict[str, Any]:
         """A JSON-able dict."""

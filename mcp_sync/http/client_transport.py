@@ -493,10 +493,10 @@ class HttpClientTransport:
                 )
             except AuthorizationError as exc:
                 # the auth flow (mcp_sync.auth) failed a step: this call fails with it
-                if is_request and meta.method != "initialize":
+                if is_request:
                     self._fail_one(request_id, exc)
                     return
-                raise
+                raise ConnectionClosed(f"authorization for {self.url} failed: {exc}") from exc
             except httpx.HTTPError as exc:
                 if is_request and read_timeout is not None and isinstance(exc, httpx.ReadTimeout):
                     self._fail_one(
