@@ -34,6 +34,7 @@ from pydantic import BaseModel
 
 from ..client import Client
 from ..errors import (
+    AuthorizationError,
     Cancelled,
     CapabilityError,
     ConnectionClosed,
@@ -153,18 +154,43 @@ def _handshake_timeout(seconds: float) -> HandshakeTimeout:
     )
 
 
+def _oauth(options: argparse.Namespace) -> Any:
+    """The ``mcp_sync.auth.OAuth`` that ``--oauth`` asks for (``None`` without it)."""
+    oauth = getattr(options, "oauth", False)
+    client_id = getattr(options, "client_id", None)
+    secret = getattr(options, "client_secret", None)
+    if not oauth:
+        if client_id or secret or getattr(options, "oauth_scope", None):
+            raise UsageError("--client-id, --client-secret and --oauth-scope go with --oauth")
+        return None
+    if not getattr(options, "url", None):
+        raise UsageError("--oauth is for --url servers")
+    if secret and not client_id:
+        raise UsageError("--client-secret needs --client-id")
+    try:
+        from ..auth import OAuth
+    except ImportError as exc:
+        raise UsageError(
+            f"--oauth needs the oauth extra: pip install 'mcp-sync-threaded[oauth]' ({exc})"
+        ) from None
+    return OAuth(client_id=client_id, client_secret=secret, scope=options.oauth_scope)
+
+
 def _open(options: argparse.Namespace, command: list[str]) -> Client:
     """Connect and initialize, waiting at most ``--timeout`` (or :data:`HANDSHAKE_TIMEOUT`)."""
     url, headers = _transport_options(options, command)
     limit = getattr(options, "timeout", None) or HANDSHAKE_TIMEOUT
     if url:
         _http_transport_class()
+        auth = _oauth(options)
         try:
             return Client.http(  # initialize at once, as over stdio below
                 url,
                 headers=headers or None,
+                auth=auth,
                 connect_timeout=min(10.0, limit),
-                init_timeout=limit,
+                # the sign-in happens inside the initialize POST: give the user its time too
+                init_timeout=limit if auth is None else limit + auth.authorize_timeout,
                 protocol="legacy",
             )
         except RequestTimeout:
@@ -405,6 +431,8 @@ def cmd_check_cancel(options: argparse.Namespace, command: list[str]) -> int:
     from .check_cancel import run_checks
 
     slow_args = _load_json_object(options.slow_args, "--slow-args")
+    if getattr(options, "oauth", False):
+        raise UsageError("check-cancel does not take --oauth (pass a token with --header)")
     url, headers = _transport_options(options, command)
     if url:
         _http_transport_class()
@@ -474,6 +502,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("mcp-sync: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
-    except (CommandError, McpError, ConnectionClosed, CapabilityError, OSError) as exc:
+    except (
+        CommandError,
+        McpError,
+        ConnectionClosed,
+        CapabilityError,
+        AuthorizationError,
+        OSError,
+    ) as exc:
         print(f"mcp-sync: {exc}", file=sys.stderr)
         return EXIT_ERROR

@@ -176,6 +176,14 @@ def _build() -> tuple[argparse.ArgumentParser, dict[str, _Parser]]:
             metavar="NAME:VALUE",
             help="an HTTP header for --url (repeatable), e.g. 'Authorization: Bearer TOKEN'",
         )
+        g.add_argument(
+            "--oauth",
+            action="store_true",
+            help="authorize for --url with OAuth (opens a browser; needs the oauth extra)",
+        )
+        g.add_argument("--client-id", help="a client registered at the authorization server")
+        g.add_argument("--client-secret", help="the secret of --client-id")
+        g.add_argument("--oauth-scope", metavar="SCOPES", help="scopes to ask for as well")
         if timeout:
             g.add_argument(
                 "--timeout", type=_positive, default=None, metavar="SECONDS", help=_TIMEOUT_HELP
