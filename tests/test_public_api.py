@@ -112,3 +112,30 @@ def test_the_http_server_names_work_without_httpx() -> None:
         """
     )
     assert out in {"McpWsgiApp", "served"}
+
+
+AUTH_CLIENT_NAMES = {
+    "OAuth",
+    "OAuthClientCredentials",
+    "TokenStore",
+    "MemoryTokenStore",
+    "FileTokenStore",
+    "TokenSet",
+    "ClientRegistration",
+    "ResourceMetadata",
+    "ServerMetadata",
+    "BearerChallenge",
+    "parse_challenge",
+    "LoopbackListener",
+    "open_in_browser",
+}
+"""mcp_sync.auth's client names (the resource-server names are pinned beside them)."""
+
+
+def test_the_auth_client_names_are_pinned() -> None:
+    pytest.importorskip("authlib")
+    import mcp_sync.auth
+
+    assert set(mcp_sync.auth.__all__) >= AUTH_CLIENT_NAMES
+    for name in AUTH_CLIENT_NAMES:
+        assert getattr(mcp_sync.auth, name) is not None, name
