@@ -4,6 +4,8 @@ does and sending the ``resource`` indicator. No user, no browser, no listener.""
 
 from __future__ import annotations
 
+from typing import Any
+
 import httpx
 
 from ..errors import DiscoveryError, RegistrationError
@@ -31,7 +33,11 @@ class OAuthClientCredentials(BearerFlow):
 
     Args:
         client_id: the client registered at the authorization server.
-        client_secret: its secret.
+        client_secret: its secret (or ``None`` with ``private_key``).
+        private_key: a PEM private key to authenticate with ``private_key_jwt`` (RFC 7523)
+            instead of a secret; the assertion's audience is the issuer.
+        signing_algorithm: the JWS algorithm for ``private_key`` (``RS256``, ``ES256``,
+            ``PS256``, ``EdDSA`` ...).
         issuer: the authorization server it is registered at (``None``: whichever the
             server's resource metadata names first); a server protected by another fails
             with :class:`~mcp_sync.errors.RegistrationError`.
@@ -47,8 +53,10 @@ class OAuthClientCredentials(BearerFlow):
     def __init__(
         self,
         client_id: str,
-        client_secret: str,
+        client_secret: str | None = None,
         *,
+        private_key: str | None = None,
+        signing_algorithm: str = "RS256",
         issuer: str | None = None,
         scope: str | None = None,
         token_endpoint_auth_method: str | None = None,
@@ -69,8 +77,12 @@ class OAuthClientCredentials(BearerFlow):
             http_client=http_client,
             step_up=step_up,
         )
+        if (client_secret is None) == (private_key is None):
+            raise ValueError("pass one of client_secret= and private_key=")
         self.client_id = client_id
         self._client_secret = client_secret
+        self._private_key = private_key
+        self.signing_algorithm = signing_algorithm
         self.issuer = issuer
         self.scope = scope
         self.token_endpoint_auth_method = token_endpoint_auth_method
@@ -84,14 +96,30 @@ class OAuthClientCredentials(BearerFlow):
                 f"client_id {self.client_id!r} is registered at {self.issuer}, but the server"
                 f" is protected by {metadata.issuer}"
             )
+        method = "private_key_jwt" if self._private_key is not None else None
         return ClientRegistration(
             client_id=self.client_id,
             issuer=metadata.issuer,
             kind="pre-registered",
             client_secret=self._client_secret,
-            token_endpoint_auth_method=self.token_endpoint_auth_method
+            token_endpoint_auth_method=method
+            or self.token_endpoint_auth_method
             or choose_auth_method(metadata, True),
         )
+
+    def _client(self, metadata: ServerMetadata) -> Any:
+        """authlib's client; with ``private_key``, its ``private_key_jwt`` authentication."""
+        registration = self._registration_for_refresh(metadata)
+        client = oauth_client(AuthlibSession(self.http), registration)
+        if self._private_key is not None:
+            from authlib.oauth2.rfc7523 import PrivateKeyJWT
+            from joserfc.jwk import ECKey, OKPKey, RSAKey
+
+            alg = self.signing_algorithm
+            kind = ECKey if alg.startswith("ES") else OKPKey if alg == "EdDSA" else RSAKey
+            client.client_secret = kind.import_key(self._private_key)
+            client.register_client_auth_method(PrivateKeyJWT(metadata.issuer, alg=alg))
+        return client
 
     def _obtain(
         self, key: str, url: str, challenge: BearerChallenge, previous: TokenSet | None
@@ -100,11 +128,10 @@ class OAuthClientCredentials(BearerFlow):
         servers = resource.authorization_servers
         issuer = self.issuer if self.issuer in servers else servers[0]
         metadata = discover_server(self.http, issuer)
-        registration = self._registration_for_refresh(metadata)
         if metadata.token_endpoint is None:  # pragma: no cover - validated in discovery
             raise DiscoveryError(f"{metadata.issuer} has no token endpoint")
         scope = select_scope(challenge, resource, previous, self.scope)
-        client = oauth_client(AuthlibSession(self.http), registration)
+        client = self._client(metadata)
         extra = {"scope": scope} if scope else {}
         answer = token_request(
             client,

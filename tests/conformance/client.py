@@ -45,6 +45,13 @@ def context() -> dict[str, Any]:
 
 def make_auth(scenario: str) -> httpx.Auth:
     given = context()
+    if scenario == "auth/client-credentials-jwt":
+        return OAuthClientCredentials(
+            given["client_id"],
+            private_key=given["private_key_pem"],
+            signing_algorithm=given.get("signing_algorithm", "ES256"),
+            timeout=20.0,
+        )
     if scenario.startswith("auth/client-credentials"):
         return OAuthClientCredentials(given["client_id"], given["client_secret"], timeout=20.0)
     return OAuth(

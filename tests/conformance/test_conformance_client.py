@@ -56,6 +56,7 @@ PASSED = (
     "auth/iss-normalized",
     "auth/metadata-issuer-mismatch",
     "auth/client-credentials-basic",
+    "auth/client-credentials-jwt",
     "auth/2025-03-26-oauth-metadata-backcompat",
 )
 """The ``auth/*`` client scenarios mcp_sync passes (every check)."""
@@ -63,7 +64,6 @@ PASSED = (
 NOT_PASSED = {
     "auth/2025-03-26-oauth-endpoint-fallback": "no metadata at all (the 2025-03-26 guess of "
     "/authorize and /token): PKCE support cannot be verified, which the spec requires",
-    "auth/client-credentials-jwt": "private_key_jwt client authentication is not offered",
     "auth/enterprise-managed-authorization": "the enterprise-managed extension (SEP-990)",
     "auth/dpop": "DPoP (SEP-1932)",
     "auth/dpop-nonce": "DPoP (SEP-1932)",
