@@ -120,10 +120,10 @@ class MemoryTokenStore:
 class FileTokenStore:
     """A :class:`TokenStore` in one JSON file, created with mode 0600 and replaced atomically
     (write to a temporary file beside it, then rename). Its folder is created (mode 0700) if
-    missing. A file that is not this store's JSON is an error, never silently overwritten."""
+    missing; ``~`` is expanded. A file that is not this store's JSON is an error, never silently overwritten."""
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
-        self.path = Path(path)
+        self.path = Path(path).expanduser()
         self._lock = threading.Lock()
 
     def _load(self) -> dict[str, dict[str, Any]]:
