@@ -17,7 +17,7 @@ import httpx
 import pytest
 from support.oauth_server import AuthServer, protected_mcp
 from support.oauth_server import Client as Registered
-from support.waiting import WAIT, wait_event
+from support.waiting import WAIT, wait_event, wait_until
 
 from mcp_sync import Client
 from mcp_sync.auth import (
@@ -89,9 +89,14 @@ def test_sixteen_threads_share_one_client_during_a_refresh(auth_server):
         auth = oauth()
         with auth, Client.http(url, auth=auth) as client:
             client.list_tools()
-            # the server expires the token behind the client's back: each thread's request
-            # gets a 401, and the threads share one refresh
+            # the server expires the token behind the client's back, and holds the refresh
+            # until all 16 requests have met it: each gets a 401, and they share one refresh
             auth_server.expire_all()
+            auth_server.before_token = lambda grant: (
+                wait_until(lambda: app.refused[401] >= 17, "16 refused requests")
+                if grant == "refresh_token"
+                else None
+            )
             barrier = threading.Barrier(16)
             errors: list[BaseException] = []
 
@@ -110,7 +115,7 @@ def test_sixteen_threads_share_one_client_during_a_refresh(auth_server):
             assert not errors
     assert auth_server.grants == {"authorization_code": 1, "refresh_token": 1}
     assert auth.refreshes == 1
-    assert app.refused[401] > 1  # several threads did meet the expired token
+    assert app.refused[401] == 17  # the first connection's, then each of the 16 threads'
 
 
 def test_a_token_shorter_lived_than_the_leeway_is_not_refreshed_on_every_request(auth_server):

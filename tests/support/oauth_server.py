@@ -156,6 +156,8 @@ class AuthServer:
         self.registrations = 0
         self.authorize_requests: list[dict[str, str]] = []
         self.token_resources: list[str | None] = []
+        self.before_token: Callable[[str], None] | None = None
+        """Called with the grant type before each token request is answered (a test's gate)."""
         self._lock = threading.Lock()
         self.app = self._flask()
         self._handle: Any = None
@@ -321,6 +323,8 @@ class AuthServer:
         @app.post("/token")
         def token() -> Any:
             grant = request.form.get("grant_type", "")
+            if owner.before_token is not None:
+                owner.before_token(grant)
             with owner._lock:
                 owner.grants[grant] += 1
                 owner.token_resources.append(request.form.get("resource"))
