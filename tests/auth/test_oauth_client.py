@@ -8,6 +8,7 @@ redirect to the client's loopback listener.
 from __future__ import annotations
 
 import _thread
+import logging
 import os
 import stat
 import threading
@@ -30,6 +31,7 @@ from mcp_sync.auth import (
 from mcp_sync.errors import (
     AuthorizationCancelled,
     AuthorizationDenied,
+    AuthorizationRejected,
     AuthorizationTimeout,
     DiscoveryError,
     InsufficientScope,
@@ -332,3 +334,34 @@ class socket_port:
 
     def __exit__(self, *exc: object) -> None:
         self.sock.close()
+
+
+def test_a_redirect_with_another_state_is_rejected(auth_server):
+    def forged(url: str) -> None:
+        redirect = httpx.URL(url).params["redirect_uri"]
+        httpx.get(redirect, params={"code": "stolen", "state": "forged"}, timeout=WAIT)
+
+    with protected_mcp(auth_server) as (url, _app):
+        auth = OAuth(open_url=forged, authorize_timeout=WAIT, timeout=WAIT)
+        with auth, pytest.raises(AuthorizationRejected, match="state"):
+            Client.http(url, auth=auth)
+    assert auth_server.grants == {}  # the code never reached the token endpoint
+
+
+def test_no_token_code_or_secret_is_logged(auth_server, caplog):
+    caplog.set_level(logging.DEBUG)
+    with protected_mcp(auth_server) as (url, _app):
+        auth = oauth()
+        with auth, Client.http(url, auth=auth) as client:
+            client.list_tools()
+            auth_server.expire_all()
+            client.list_tools()
+    secrets = [t.access_token for t in auth_server.tokens.values()]
+    secrets += [t.refresh_token for t in auth_server.tokens.values() if t.refresh_token]
+    secrets += [c.client_secret for c in auth_server.clients.values() if c.client_secret]
+    # every record but the test authorization server's own (authlib logs what it issues)
+    logged = "\n".join(
+        record.getMessage() for record in caplog.records if not record.name.startswith("authlib")
+    )
+    assert "authorizing" in logged  # the client did log its steps
+    assert secrets and not [s for s in secrets if s in logged]
