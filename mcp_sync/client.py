@@ -343,7 +343,10 @@ class Client(Session):
         Args:
             headers: sent with every request.
             auth: any ``httpx.Auth``, e.g. one that adds a bearer token and refreshes it
-                on 401 (it runs for every POST, GET and DELETE).
+                on 401 (it runs for every POST, GET and DELETE), such as
+                :class:`mcp_sync.auth.OAuth`. One with an ``authorize_timeout`` (a user
+                signs in during the first POST, ``initialize``) adds it to the default
+                ``init_timeout``.
             http_client: an ``httpx.Client`` of your own (TLS certificates, proxies,
                 limits); closing the MCP client leaves it open. Its read timeout is not
                 used (streams idle); ``connect_timeout`` then does not apply either.
@@ -374,6 +377,10 @@ class Client(Session):
         """
         from .http import client_transport as http
 
+        authorize_timeout = getattr(auth, "authorize_timeout", None)
+        if isinstance(authorize_timeout, (int, float)) and "init_timeout" not in options:
+            # an interactive auth (mcp_sync.auth.OAuth) signs the user in inside initialize
+            options["init_timeout"] = INIT_TIMEOUT + authorize_timeout
         if open_get_stream is None:
             receivers = (
                 "on_notification",

@@ -365,3 +365,18 @@ def test_no_token_code_or_secret_is_logged(auth_server, caplog):
     )
     assert "authorizing" in logged  # the client did log its steps
     assert secrets and not [s for s in secrets if s in logged]
+
+
+def test_the_handshake_waits_for_the_user_to_sign_in(auth_server, monkeypatch):
+    import mcp_sync.client
+
+    monkeypatch.setattr(mcp_sync.client, "INIT_TIMEOUT", 0.2)  # shorter than the sign-in
+
+    def slow_user(url: str) -> None:
+        threading.Event().wait(0.5)  # the user reads the consent page
+        browser(url)
+
+    with protected_mcp(auth_server) as (url, _app):
+        auth = OAuth(open_url=slow_user, authorize_timeout=WAIT, timeout=WAIT)
+        with auth, Client.http(url, auth=auth) as client:
+            assert client.list_tools()
