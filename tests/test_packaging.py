@@ -66,7 +66,9 @@ def installed_wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     venv.EnvBuilder(with_pip=True).create(env_dir)
     python = env_dir / "bin" / "python"
     subprocess.run(
-        [str(python), "-m", "pip", "install", "-q", str(wheels[0])],
+        # with the oauth extra: mcp_sync.auth's classes are httpx.Auth subclasses, so that
+        # subpackage imports httpx (and uses authlib) when it is imported
+        [str(python), "-m", "pip", "install", "-q", f"{wheels[0]}[oauth]"],
         check=True,
         timeout=INSTALL_TIMEOUT,
     )
