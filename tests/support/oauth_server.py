@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from authlib.integrations.flask_oauth2 import AuthorizationServer
+from authlib.oauth2 import OAuth2Error
 from authlib.oauth2.rfc6749 import grants
 from authlib.oauth2.rfc7636 import CodeChallenge
 from flask import Flask, jsonify, request
@@ -314,7 +315,11 @@ class AuthServer:
                     }
                 )
                 return "", 302, {"Location": f"{target}?{query}"}
-            response = server.create_authorization_response(grant_user="user")
+            try:
+                grant = server.get_consent_grant(end_user="user")  # validates the request
+            except OAuth2Error as error:
+                return server.handle_error_response(None, error)
+            response = server.create_authorization_response(grant_user="user", grant=grant)
             location = response.headers.get("Location", "")
             if location:
                 response.headers["Location"] = f"{location}&iss={owner.issuer}"
