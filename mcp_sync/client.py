@@ -410,7 +410,13 @@ class Client(Session):
             options["discover_timeout"] = min(DISCOVER_TIMEOUT, init_timeout)
         client = cls(transport, **options)
         transport.bind_receiver(client.endpoint.receive_line)  # answers go straight in
-        return client._start(init_timeout)
+        try:
+            return client._start(init_timeout)
+        except BaseException:
+            cancel = getattr(auth, "cancel", None)
+            if callable(cancel):  # an interactive auth waiting for the user (mcp_sync.auth)
+                cancel()
+            raise
 
     def __enter__(self) -> Client:
         return self

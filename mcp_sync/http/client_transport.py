@@ -375,6 +375,11 @@ class HttpClientTransport:
             try:
                 headers = {**self._request_headers(modern=True), **routing}
                 response = self._send("POST", headers, data.rstrip(b"\n"), flight.trace())
+            except AuthorizationError as exc:
+                # the auth flow (mcp_sync.auth) failed a step: this call fails with it
+                if not flight.cancelled:
+                    self._fail_one(request_id, exc)
+                return
             except (httpx.HTTPError, Cancelled) as exc:
                 if flight.cancelled:
                     return
