@@ -25,6 +25,7 @@ from .oauth import OAuth, open_in_browser
 from .registration import ClientRegistration
 from .token_store import FileTokenStore, MemoryTokenStore, TokenSet, TokenStore
 
+# isort: split
 # resource server
 from .introspection import IntrospectionVerifier
 from .jwt_verifier import JwtVerifier
