@@ -101,8 +101,13 @@ def handshake_refusal(request: Request) -> McpError | None:
 class StatelessRequest:
     """One 2026-07-28 request being served on a one-shot session.
 
-    Create it, then :meth:`wait_answer`; :meth:`end` (always, in a ``finally``) ends the
+    Create it, then :meth:`first_event`; :meth:`end` (always, in a ``finally``) ends the
     session and cancels the handler if it is still running.
+
+    With ``sse=True`` the notifications the handler sends about the request (progress, log
+    messages, a listen stream's frames) go on the request's stream, before its response;
+    with ``sse=False`` (an answer in plain JSON, which has room for the response only) they
+    are dropped, never sent after the answer on another stream.
     """
 
     def __init__(
@@ -112,6 +117,8 @@ class StatelessRequest:
         request: Request,
         line: bytes,
         principal: Principal | None = None,
+        *,
+        sse: bool = False,
     ) -> None:
         self.request = request
         self._transport = HttpSessionTransport("stateless", replay=_UNRELATED_KEPT)
@@ -119,45 +126,64 @@ class StatelessRequest:
             self._transport, read=False, pool=pool, batches=False
         )
         stream = self._transport.open_request_stream(
-            request.id, json_mode=True, principal=principal
+            request.id, json_mode=not sse, principal=principal
         )
         assert stream is not None  # a fresh transport knows no id yet
         self.stream: EventStream = stream
         self._session.endpoint.receive_line(line)
         self._transport.request_received(request.id)
 
-    def wait_answer(self, timeout: float) -> Answer | None:
-        """The answer once the response came (within ``timeout`` seconds); ``None`` when it
-        did not, or the request was cancelled."""
-        data = self.stream.wait_for_event(timeout)
-        if data is None:
-            return None
+    def first_event(self, timeout: float) -> bytes | None:
+        """The stream's first message (within ``timeout`` seconds): the response, or a
+        notification sent before it; ``None`` when none came or the request was cancelled."""
+        return self.stream.wait_for_event(timeout)
+
+    @staticmethod
+    def answer_of(data: bytes) -> Answer | None:
+        """The JSON answer when ``data`` is the response; ``None`` for a notification."""
         try:
-            error = json.loads(data).get("error")
-        except (ValueError, AttributeError):  # pragma: no cover - the endpoint writes JSON objects
-            error = None
+            message = json.loads(data)
+        except ValueError:  # pragma: no cover - the endpoint writes JSON objects
+            return None
+        if not isinstance(message, dict) or "method" in message:
+            return None
+        error = message.get("error")
         code = error.get("code") if isinstance(error, dict) else None
         return Answer(http_status_for(code if isinstance(code, int) else None), data)
 
     def sse_events(
-        self, keepalive: float, timeout: float, stop: threading.Event
+        self,
+        first: bytes | None,
+        keepalive: float,
+        timeout: float | None,
+        stop: threading.Event,
     ) -> Iterator[bytes]:
-        """The body of an SSE answer: a keep-alive comment at once (it sends the headers)
-        and every ``keepalive`` seconds while the handler runs, then the response as one
-        ``message`` event. Ends without a response when the request is cancelled, the app
-        stops (``stop``), or ``timeout`` seconds pass (the caller's :meth:`end` cancels the
+        """The body of an SSE answer: ``first`` (or, without one, a keep-alive comment, which
+        sends the headers at once), every message the stream gets, in order, and a
+        keep-alive comment after each ``keepalive`` idle seconds; it ends with the response.
+        Ends without a response when the request is cancelled, the app stops (``stop``), or
+        ``timeout`` seconds pass (``None``: never; the caller's :meth:`end` cancels the
         handler then). A client that closes the stream makes a write fail, or the WSGI
         server close this iterator: either way :meth:`end` runs and cancels the handler."""
-        end = time.monotonic() + timeout
-        yield KEEPALIVE_COMMENT
+        end = None if timeout is None else time.monotonic() + timeout
+        if first is None:
+            yield KEEPALIVE_COMMENT
+        else:
+            yield _frame(first)
+            if self.answer_of(first) is not None:
+                return
         while not stop.is_set():
-            remaining = end - time.monotonic()
-            if remaining <= 0:
-                return
-            data = self.stream.wait_for_event(min(keepalive, remaining))
+            wait = keepalive
+            if end is not None:
+                wait = min(wait, end - time.monotonic())
+                if wait <= 0:
+                    return
+            data = self.stream.wait_for_event(wait)
             if data is not None:
-                yield b"event: message\ndata: " + data.rstrip(b"\n") + b"\n\n"
-                return
+                yield _frame(data)
+                if self.answer_of(data) is not None:
+                    return
+                continue
             if self.stream.ended:
                 return  # cancelled: no response, ever
             yield KEEPALIVE_COMMENT
@@ -165,3 +191,7 @@ class StatelessRequest:
     def end(self) -> None:
         """End the one-shot session: a handler still running is cancelled (not waited for)."""
         self._session.endpoint.close(0.0, join=False)
+
+
+def _frame(data: bytes) -> bytes:
+    return b"event: message\ndata: " + data.rstrip(b"\n") + b"\n\n"

@@ -64,12 +64,14 @@ from ..jsonrpc import (
     encode,
     id_key,
 )
-from ..lifecycle import HANDSHAKE_VERSIONS
+from ..lifecycle import HANDSHAKE_VERSIONS, LISTEN_METHOD
 from ..protocol import CANCELLED_METHOD as CANCELLED
 from ..transports.batching import BATCH_REVISIONS, EMPTY_BATCH, split_batch
 from ..workers import DEFAULT_WAIT_WARNING, PoolStats, WorkerPool
 from .bearer import AuthRefusal, BearerAuth, owner_of, principal_of
 from .checks import HostAllowList, Refusal, check_content_type, read_body
+from .listen_slots import DEFAULT_MAX_LISTEN_STREAMS, ListenSlots
+from .param_headers import check_param_headers
 from .routing_headers import check_routing_headers
 from .session_transport import HttpSessionTransport
 from .sse import EventStream, parse_event_id
@@ -219,6 +221,9 @@ class McpWsgiApp:
             stream cancels the handler.
         modern_only: serve protocol 2026-07-28 only: every POST is served statelessly,
             ``initialize`` is refused (-32022), and ``GET``/``DELETE`` get ``405``.
+        max_listen_streams: 2026-07-28 ``subscriptions/listen`` streams open at once (each
+            holds a thread of the WSGI server for its lifetime); one more gets ``503`` with
+            ``Retry-After`` and a -32000 error. Keep it below the WSGI server's thread count.
         max_sessions: live sessions at most; one more ``initialize`` gets ``503`` (after
             idle sessions have been expired to make room).
         max_workers: threads of the one handler pool that every session shares. Threads
@@ -261,6 +266,7 @@ class McpWsgiApp:
         stream_retry: float = STREAM_RETRY,
         modern_json_window: float = 1.0,
         modern_only: bool = False,
+        max_listen_streams: int = DEFAULT_MAX_LISTEN_STREAMS,
     ) -> None:
         self.server = server
         self.path = path
@@ -297,6 +303,9 @@ class McpWsgiApp:
         self._standalone_open = 0
         self.modern_only = modern_only
         self.modern_json_window = modern_json_window
+        self.listen_slots = ListenSlots(max_listen_streams)
+        """The bound on open 2026-07-28 ``subscriptions/listen`` streams (each holds a thread
+        of the WSGI server)."""
 
     # -- sessions -----------------------------------------------------------------------------
     @property
@@ -649,8 +658,10 @@ class McpWsgiApp:
         cancels it."""
         if not isinstance(message, Request):
             return _plain(start_response, "202 Accepted", "")
-        error = handshake_refusal(message) or check_routing_headers(
-            environ, message.method, message.params
+        error = (
+            handshake_refusal(message)
+            or check_routing_headers(environ, message.method, message.params)
+            or check_param_headers(environ, self.server, message.method, message.params)
         )
         if error is not None:
             answer = refuse(message, error)
@@ -666,28 +677,71 @@ class McpWsgiApp:
                 "the server is shutting down",
                 message.id,
             )
-        served = StatelessRequest(
-            self.server, self.pool, message, body.replace(b"\n", b" "), principal_of(environ)
-        )
-        sse = wants_sse and not self.json_response
-        try:
-            reply = served.wait_answer(self.modern_json_window if sse else self.request_timeout)
-        except BaseException:
-            served.end()
-            raise
-        if reply is None and sse and not served.stream.ended:
-            start_response("200 OK", list(_SSE_HEADERS))
-            # the body's close() (after the answer, or when the client went away) ends it
-            return _StandaloneBody(
-                served.sse_events(self.keepalive, self.request_timeout, self._stopping), served.end
+        listen = message.method == LISTEN_METHOD
+        if listen and not wants_sse:
+            return _plain(
+                start_response, "406 Not Acceptable", "subscriptions/listen is answered with SSE"
             )
-        served.end()
-        if reply is None:
+        slot = self.listen_slots.acquire() if listen else None
+        if listen and slot is None:
+            detail = f"too many open listen streams (max_listen_streams={self.listen_slots.limit}); try again later"
+            return _json(
+                start_response,
+                "503 Service Unavailable",
+                encode(ErrorResponse(message.id, SERVER_BUSY, detail)),
+                [("Retry-After", str(max(1, math.ceil(self.stream_retry))))],
+            )
+        sse = listen or (wants_sse and not self.json_response)
+        try:
+            served = StatelessRequest(
+                self.server,
+                self.pool,
+                message,
+                body.replace(b"\n", b" "),
+                principal_of(environ),
+                sse=sse,
+            )
+        except BaseException:
+            if slot is not None:
+                slot()
+            raise
+        return self._answer_modern(served, sse, slot, start_response)
+
+    def _answer_modern(
+        self,
+        served: StatelessRequest,
+        sse: bool,
+        slot: Callable[[], None] | None,
+        start_response: StartResponse,
+    ) -> Iterable[bytes]:
+        """Answer a 2026-07-28 request: JSON when its response is the first message within
+        ``modern_json_window`` (or when SSE is not wanted), else SSE from its first message
+        on (a progress notification, a listen acknowledgement...) or from a keep-alive."""
+
+        def finish() -> None:
+            served.end()
+            if slot is not None:
+                slot()
+
+        try:
+            first = served.first_event(self.modern_json_window if sse else self.request_timeout)
+        except BaseException:
+            finish()
+            raise
+        answer = None if first is None else served.answer_of(first)
+        if answer is None and sse and (first is not None or not served.stream.ended):
+            start_response("200 OK", list(_SSE_HEADERS))
+            timeout = None if slot is not None else self.request_timeout
+            # the body's close() (after the answer, or when the client went away) ends it
+            events = served.sse_events(first, self.keepalive, timeout, self._stopping)
+            return _StandaloneBody(events, finish)
+        finish()
+        if answer is None:
             detail = f"no answer within the server's request_timeout of {self.request_timeout:g} s"
             return _jsonrpc_error(
-                start_response, "503 Service Unavailable", SERVER_BUSY, detail, message.id
+                start_response, "503 Service Unavailable", SERVER_BUSY, detail, served.request.id
             )
-        return _json(start_response, reply.status, reply.body)
+        return _json(start_response, answer.status, answer.body)
 
     @staticmethod
     def _deliver(entry: _HttpSession, message: Message, line: bytes) -> None:

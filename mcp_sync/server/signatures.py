@@ -3,11 +3,13 @@
 Used by the server for tools, prompts and resource templates. A function's parameters
 become a pydantic model (descriptions from ``Annotated`` metadata or the docstring's
 ``Args:`` section); a parameter annotated with :class:`~mcp_sync.context.Context` is injected
-instead of read from the arguments.
+instead of read from the arguments. :func:`mcp_header` marks a parameter to be mirrored in
+an ``Mcp-Param-*`` HTTP header (:mod:`mcp_sync.mirrored_headers`).
 """
 
 from __future__ import annotations
 
+import functools
 import inspect
 import re
 import types
@@ -22,9 +24,31 @@ from pydantic.fields import FieldInfo
 
 from ..context import Context
 from ..errors import ArgumentError
+from ..mirrored_headers import X_MCP_HEADER, MirroredParam, mirrored_params
 from .schemas import DeclaredSchema, bounded_problems
 
-__all__ = ["Signature", "inspect_handler", "parse_docstring"]
+__all__ = ["Signature", "inspect_handler", "mcp_header", "parse_docstring"]
+
+
+def mcp_header(name: str) -> Any:
+    """Mark a tool parameter to be mirrored in the HTTP header ``Mcp-Param-<name>``
+    (``Annotated`` metadata; it adds ``"x-mcp-header": name`` to the property's schema)::
+
+        @server.tool()
+        def execute_sql(region: Annotated[str, mcp_header("Region")], query: str) -> str: ...
+
+    Over Streamable HTTP at 2026-07-28 the client then sends the ``region`` argument in
+    ``Mcp-Param-Region`` too (a load balancer can route on it), and the server refuses a call
+    whose header is missing or differs from the argument (400, -32020). Only ``str``,
+    ``int`` and ``bool`` parameters can be mirrored (not ``float``, not ``Optional``: give
+    an optional one a default value instead); ``name`` is an HTTP token, unique ignoring
+    case among the tool's mirrored parameters. Prefer names without ``_``: many WSGI
+    servers drop headers whose names contain one. The tool is refused at registration
+    (``ValueError``) when an annotation breaks these rules."""
+    if not isinstance(name, str) or not name:
+        raise ValueError(f"mcp_header needs a non-empty header name, not {name!r}")
+    return Field(json_schema_extra={X_MCP_HEADER: name})
+
 
 _ARGS_HEADER = re.compile(r"^\s*(Args|Arguments|Parameters|Params)\s*:\s*$")
 _ARG_LINE = re.compile(r"^\s*(\*{0,2}\w+)\s*(\([^)]*\))?\s*:\s*(.*)$")
@@ -160,6 +184,12 @@ class Signature:
         schema["type"] = "object"
         return schema
 
+    @functools.cached_property
+    def mirrored(self) -> tuple[MirroredParam, ...]:
+        """The parameters mirrored in ``Mcp-Param-*`` headers (``ValueError`` when an
+        ``x-mcp-header`` annotation of the schema is invalid)."""
+        return mirrored_params(self.input_schema())
+
     def bind(self, arguments: dict[str, Any] | None, ctx: Context | None) -> dict[str, Any]:
         """Validate ``arguments`` and build the call's keyword arguments.
 
@@ -234,7 +264,7 @@ def inspect_handler(
             __config__=ConfigDict(arbitrary_types_allowed=True),
             **fields,
         )
-    return Signature(
+    built = Signature(
         fn=fn,
         description=summary,
         arguments=model,
@@ -244,6 +274,11 @@ def inspect_handler(
         declared=declared,
         takes_any_keyword=takes_any_keyword,
     )
+    try:
+        built.mirrored  # noqa: B018 - checks the x-mcp-header annotations now
+    except ValueError as exc:
+        raise ValueError(f"{name}: {exc}") from None
+    return built
 
 
 def _check_declared(

@@ -78,7 +78,7 @@ def serve_app(request: pytest.FixtureRequest) -> Iterator[Callable[..., str]]:
             stop()
 
         stops.append(stop_both)
-        return base + "/mcp"
+        return str(base) + "/mcp"
 
     yield start
     for stop in reversed(stops):
