@@ -6,7 +6,13 @@ directly. What the endpoint writes is routed by the inbound request it relates t
 * the response to request *X* ends *X*'s stream (the SSE answer of the POST that carried it);
 * progress, log messages and server-to-client requests made on behalf of *X* go on *X*'s
   stream while it is open;
-* everything else goes on the session's standalone stream (the one a GET opens).
+* everything else goes on the session's standalone stream (the one a GET opens) -- but for
+  the notifications about a request answered with plain JSON (``json_response``, or a client
+  that accepts only JSON): they are dropped. The JSON answer has room for the response only,
+  and the standalone stream SHOULD carry only messages unrelated to a running request
+  (2025-11-25), where they could arrive after the answer they belong to. Server-to-client
+  requests made on behalf of such a request still go on the standalone stream (there is no
+  other way to ask them).
 
 When *X* is cancelled, its stream is ended without a response (:meth:`~HttpSessionTransport.inbound_cancelled`).
 
@@ -165,6 +171,8 @@ class HttpSessionTransport:
                         self._forget_request(key)
                     stream.push(data, last=True)
                     return
+                if json_mode and meta.kind == "notification":
+                    return  # a JSON answer has room for the response only (see the module)
                 if not json_mode and stream.push(data):
                     return
         self.standalone.push(data)
