@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any
 from wsgiref.simple_server import WSGIRequestHandler, WSGIServer
 
 from .checks import HostAllowList
+from .disconnect import SOCKET_ENVIRON_KEY
 
 if TYPE_CHECKING:  # pragma: no cover
     from .wsgi_app import McpWsgiApp
@@ -185,6 +186,11 @@ class _QuietHandler(WSGIRequestHandler):
         super().setup()
         self.rfile.close()  # the socket's own file: replaced by a reader with a deadline
         self.rfile = io.BufferedReader(_DeadlineReader(self.connection, self.server.read_timeout))
+
+    def get_environ(self) -> dict[str, Any]:
+        environ = dict(super().get_environ())
+        environ[SOCKET_ENVIRON_KEY] = self.connection  # lets the app notice a disconnect
+        return environ
 
     def handle(self) -> None:
         try:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -24,6 +24,7 @@ from ..jsonrpc import INVALID_PARAMS, UNSUPPORTED_PROTOCOL_VERSION, ErrorRespons
 from ..lifecycle import MODERN_VERSIONS, PROTOCOL_VERSION_KEY, Era, Lifecycle
 from ..principal import Principal
 from ..workers import WorkerPool
+from .disconnect import DISCONNECT_POLL
 from .routing_headers import http_status_for
 from .session_transport import HttpSessionTransport
 from .sse import EventStream
@@ -130,13 +131,34 @@ class StatelessRequest:
         )
         assert stream is not None  # a fresh transport knows no id yet
         self.stream: EventStream = stream
+        self.client_gone = False
+        """True once :meth:`first_event` saw that the client closed its connection."""
         self._session.endpoint.receive_line(line)
         self._transport.request_received(request.id)
 
-    def first_event(self, timeout: float) -> bytes | None:
+    def first_event(
+        self, timeout: float, disconnected: Callable[[], bool] | None = None
+    ) -> bytes | None:
         """The stream's first message (within ``timeout`` seconds): the response, or a
-        notification sent before it; ``None`` when none came or the request was cancelled."""
-        return self.stream.wait_for_event(timeout)
+        notification sent before it; ``None`` when none came or the request was cancelled.
+
+        ``disconnected`` (a :func:`~mcp_sync.http.disconnect.disconnect_probe`) is asked
+        every :data:`~mcp_sync.http.disconnect.DISCONNECT_POLL` seconds meanwhile: once it
+        says the client went away, :attr:`client_gone` is set and ``None`` returned at once
+        (the caller's :meth:`end` then cancels the handler)."""
+        if disconnected is None:
+            return self.stream.wait_for_event(timeout)
+        end = time.monotonic() + timeout
+        while True:
+            remaining = end - time.monotonic()
+            data = self.stream.wait_for_event(max(0.0, min(DISCONNECT_POLL, remaining)))
+            if data is not None or self.stream.ended:
+                return data
+            if disconnected():
+                self.client_gone = True
+                return None
+            if remaining <= 0:
+                return None
 
     @staticmethod
     def answer_of(data: bytes) -> Answer | None:

@@ -70,6 +70,7 @@ from ..transports.batching import BATCH_REVISIONS, EMPTY_BATCH, split_batch
 from ..workers import DEFAULT_WAIT_WARNING, PoolStats, WorkerPool
 from .bearer import AuthRefusal, BearerAuth, owner_of, principal_of
 from .checks import HostAllowList, Refusal, check_content_type, read_body
+from .disconnect import disconnect_probe
 from .listen_slots import DEFAULT_MAX_LISTEN_STREAMS, ListenSlots
 from .param_headers import check_param_headers
 from .routing_headers import check_routing_headers
@@ -705,18 +706,21 @@ class McpWsgiApp:
             if slot is not None:
                 slot()
             raise
-        return self._answer_modern(served, sse, slot, start_response)
+        return self._answer_modern(served, sse, slot, disconnect_probe(environ), start_response)
 
     def _answer_modern(
         self,
         served: StatelessRequest,
         sse: bool,
         slot: Callable[[], None] | None,
+        disconnected: Callable[[], bool] | None,
         start_response: StartResponse,
     ) -> Iterable[bytes]:
         """Answer a 2026-07-28 request: JSON when its response is the first message within
         ``modern_json_window`` (or when SSE is not wanted), else SSE from its first message
-        on (a progress notification, a listen acknowledgement...) or from a keep-alive."""
+        on (a progress notification, a listen acknowledgement...) or from a keep-alive.
+        While it waits, a client seen closing its connection (``disconnected``, where the
+        WSGI server lets us look: :mod:`mcp_sync.http.disconnect`) cancels the handler."""
 
         def finish() -> None:
             served.end()
@@ -724,7 +728,9 @@ class McpWsgiApp:
                 slot()
 
         try:
-            first = served.first_event(self.modern_json_window if sse else self.request_timeout)
+            first = served.first_event(
+                self.modern_json_window if sse else self.request_timeout, disconnected
+            )
         except BaseException:
             finish()
             raise
@@ -736,6 +742,8 @@ class McpWsgiApp:
             events = served.sse_events(first, self.keepalive, timeout, self._stopping)
             return _StandaloneBody(events, finish)
         finish()
+        if served.client_gone:
+            return _plain(start_response, "204 No Content", "")  # nobody is left to read it
         if answer is None:
             detail = f"no answer within the server's request_timeout of {self.request_timeout:g} s"
             return _jsonrpc_error(

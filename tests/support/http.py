@@ -288,14 +288,15 @@ def single_answer(response: httpx.Response) -> dict[str, Any]:
 
 
 # -- waitress ------------------------------------------------------------------------------------
-def run_waitress(web: Any, threads: int = 8) -> tuple[str, Callable[[], None]]:
-    """Serve the WSGI app ``web`` with waitress on a free loopback port: ``(base url, stop)``.
+def run_waitress(web: Any, threads: int = 8, **options: Any) -> tuple[str, Callable[[], None]]:
+    """Serve the WSGI app ``web`` with waitress on a free loopback port: ``(base url, stop)``
+    (``options``: more waitress settings, such as ``channel_request_lookahead``).
 
     ``stop()`` closes every socket and joins the server's threads; close an MCP app first
     (its open streams hold waitress threads)."""
     from waitress.server import create_server
 
-    server = create_server(web, host="127.0.0.1", port=0, threads=threads)
+    server = create_server(web, host="127.0.0.1", port=0, threads=threads, **options)
     thread = threading.Thread(target=server.run, name="waitress-server")
     thread.start()
 
