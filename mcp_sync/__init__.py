@@ -32,7 +32,7 @@ from .errors import (
     ServerExited,
     SessionEnded,
 )
-from .server import InputRequired, Server, ServerHandle, ServerSession, ServerStats
+from .server import InputRequired, Server, ServerHandle, ServerSession, ServerStats, mcp_header
 from .task_call import TaskCall, TaskState
 from .transports import MemoryTransport, StdioTransport, SubprocessTransport, Transport, memory_pair
 
@@ -99,6 +99,7 @@ __all__ = [
     "SubprocessTransport",
     "Transport",
     "memory_pair",
+    "mcp_header",
     "serve_http",
     "__version__",
 ]

@@ -48,6 +48,7 @@ PUBLIC_NAMES = {
     "TaskCall",
     "TaskState",
     "Transport",
+    "mcp_header",
     "memory_pair",
     "serve_http",
     "__version__",

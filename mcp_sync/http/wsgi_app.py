@@ -33,8 +33,12 @@ thread per connection, which this module re-exports).
   disconnects does not cancel anything (2025-11-25), and leaks nothing.
 * A POST carrying a 2026-07-28 request (its body's envelope, or an ``MCP-Protocol-Version``
   of 2026-07-28) is served statelessly (:mod:`mcp_sync.http.stateless`): no session, its
-  routing headers checked against the body (:mod:`mcp_sync.http.routing_headers`).
-  ``modern_only=True`` serves nothing else (``GET``/``DELETE``: ``405``).
+  routing headers checked against the body (:mod:`mcp_sync.http.routing_headers`, and
+  ``Mcp-Param-*``: :mod:`mcp_sync.http.param_headers`); its progress and log messages go on
+  its SSE stream before its answer; ``subscriptions/listen`` is an SSE stream held open (at
+  most ``max_listen_streams``); a JSON-answered call notices a disconnect where the WSGI
+  server allows (:mod:`mcp_sync.http.disconnect`). ``modern_only=True`` serves nothing else
+  (``GET``/``DELETE``: ``405``).
 """
 
 from __future__ import annotations

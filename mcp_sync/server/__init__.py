@@ -37,6 +37,7 @@ from .logging_bridge import McpLogHandler
 from .records import RegisteredPrompt, RegisteredResource, RegisteredTool
 from .scope import RequestScope
 from .server import Server, ServerHandle, ServerStats
+from .signatures import mcp_header
 
 __all__ = [
     "Server",
@@ -49,4 +50,5 @@ __all__ = [
     "RequestScope",
     "McpLogHandler",
     "InputRequired",
+    "mcp_header",
 ]

@@ -15,10 +15,9 @@ import pytest
 from support.http import run_waitress
 from test_http_modern import b64, error_code, headers_for, modern, post
 
-from mcp_sync import Server
+from mcp_sync import Server, mcp_header
 from mcp_sync.http import McpWsgiApp, serve_http
 from mcp_sync.mirrored_headers import encode_header_value, mirrored_params, value_matches
-from mcp_sync.server.signatures import mcp_header
 
 
 def make_param_server() -> Server:

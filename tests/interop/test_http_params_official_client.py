@@ -11,8 +11,7 @@ import pytest
 from support.paths import PEERS, PYTHON
 from support.processes import run, user_env
 
-from mcp_sync import Server
-from mcp_sync.server.signatures import mcp_header
+from mcp_sync import Server, mcp_header
 
 pytestmark = pytest.mark.interop
 
