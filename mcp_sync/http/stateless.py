@@ -183,8 +183,8 @@ class StatelessRequest:
         """The body of an SSE answer: ``first`` (or, without one, a keep-alive comment, which
         sends the headers at once), every message the stream gets, in order, and a
         keep-alive comment after each ``keepalive`` idle seconds; it ends with the response.
-        Ends without a response when the request is cancelled, the app stops (``stop``), or
-        ``timeout`` seconds pass (``None``: never; the caller's :meth:`end` cancels the
+        Ends without a response when the request is cancelled, the app stops (``stop``: a
+        listen stream gets its closing result first), or ``timeout`` seconds pass (``None``: never; the caller's :meth:`end` cancels the
         handler then). A client that closes the stream makes a write fail, or the WSGI
         server close this iterator: either way :meth:`end` runs and cancels the handler."""
         end = None if timeout is None else time.monotonic() + timeout
@@ -209,6 +209,12 @@ class StatelessRequest:
             if self.stream.ended:
                 return  # cancelled: no response, ever
             yield KEEPALIVE_COMMENT
+        # the app is closing: a listen stream gets its graceful end (the closing result)
+        self._session.server.listens.end_session(self._session)
+        data = self.stream.wait_for_event(0)
+        while data is not None:
+            yield _frame(data)
+            data = self.stream.wait_for_event(0)
 
     def end(self) -> None:
         """End the one-shot session: a handler still running is cancelled (not waited for)."""

@@ -147,3 +147,17 @@ def test_a_listen_refused_by_the_server_frees_its_slot(serve: Any) -> None:
     response = post(served.url, body, headers_for(body))
     assert response.status_code == 400 and error_code(response) == -32602
     wait_until(lambda: served.app.listen_slots.open == 0, "the listen slot is given back")
+
+
+def test_closing_the_app_ends_a_listen_stream_with_its_closing_result(serve: Any) -> None:
+    served = serve()
+    stream = ListenStream(served.url, "bye")
+    try:
+        assert stream.next_message()["method"] == "notifications/subscriptions/acknowledged"
+        served.app.close()
+        closing = stream.next_message()
+        assert closing["id"] == "bye"
+        assert closing["result"]["resultType"] == "complete"
+        assert closing["result"]["_meta"][SUBSCRIPTION_ID] == "bye"
+    finally:
+        stream.close()
