@@ -68,19 +68,26 @@ from ..jsonrpc import (
     encode,
     id_key,
 )
-from ..lifecycle import HANDSHAKE_VERSIONS, LISTEN_METHOD
+from ..lifecycle import HANDSHAKE_VERSIONS
 from ..protocol import CANCELLED_METHOD as CANCELLED
 from ..transports.batching import BATCH_REVISIONS, EMPTY_BATCH, split_batch
 from ..workers import DEFAULT_WAIT_WARNING, PoolStats, WorkerPool
 from .bearer import AuthRefusal, BearerAuth, owner_of, principal_of
 from .checks import HostAllowList, Refusal, check_content_type, read_body
-from .disconnect import disconnect_probe
 from .listen_slots import DEFAULT_MAX_LISTEN_STREAMS, ListenSlots
+from .modern_post import ModernAnswers
 from .param_headers import check_param_headers
+from .responses import SERVER_BUSY, StartResponse
+from .responses import SSE_HEADERS as _SSE_HEADERS
+from .responses import StandaloneBody as _StandaloneBody
+from .responses import json_answer as _json
+from .responses import jsonrpc_error as _jsonrpc_error
+from .responses import plain as _plain
+from .responses import refusal_answer as _refuse
 from .routing_headers import check_routing_headers
 from .session_transport import HttpSessionTransport
 from .sse import EventStream, parse_event_id
-from .stateless import StatelessRequest, handshake_refusal, is_modern_post, refuse
+from .stateless import handshake_refusal, is_modern_post, refuse
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..server import Server, ServerSession
@@ -101,18 +108,9 @@ AuthHook = Callable[[dict[str, Any]], Any]
 """Called as ``auth(environ)``. Return ``None``/``True`` to allow, ``False`` for 401, or an
 HTTP status (401 or 403) to refuse; it may also raise :class:`PermissionError` (403)."""
 
-StartResponse = Callable[..., Any]
-
 QUICK_ANSWER_WINDOW = 0.005
 """Seconds a request's SSE answer is held back; a stream that ends within it (a quick
 call) is sent whole, with a ``Content-Length``, which keeps the connection reusable."""
-
-_SSE_HEADERS = (
-    ("Content-Type", "text/event-stream"),
-    ("Cache-Control", "no-cache, no-transform"),
-    ("X-Accel-Buffering", "no"),
-)
-"""Headers of every SSE answer (the last one keeps proxies such as nginx from buffering)."""
 
 _LOCAL_HOSTS = {"localhost", "127.0.0.1", "[::1]", "::1"}
 
@@ -136,10 +134,6 @@ DEFAULT_MAX_QUEUED = 1024
 
 DEFAULT_MAX_SESSION_REQUESTS = 128
 """Requests one session may have in flight (queued or running) before more are refused."""
-
-SERVER_BUSY = -32000
-"""The JSON-RPC error code (implementation-defined range) of a refusal for want of room:
-too many sessions, too many requests waiting for a worker, or shutting down."""
 
 
 @dataclass(frozen=True)
@@ -311,6 +305,7 @@ class McpWsgiApp:
         self.listen_slots = ListenSlots(max_listen_streams)
         """The bound on open 2026-07-28 ``subscriptions/listen`` streams (each holds a thread
         of the WSGI server)."""
+        self._modern = ModernAnswers(self, self._stopping)
 
     # -- sessions -----------------------------------------------------------------------------
     @property
@@ -682,78 +677,7 @@ class McpWsgiApp:
                 "the server is shutting down",
                 message.id,
             )
-        listen = message.method == LISTEN_METHOD
-        if listen and not wants_sse:
-            return _plain(
-                start_response, "406 Not Acceptable", "subscriptions/listen is answered with SSE"
-            )
-        slot = self.listen_slots.acquire() if listen else None
-        if listen and slot is None:
-            detail = f"too many open listen streams (max_listen_streams={self.listen_slots.limit}); try again later"
-            return _json(
-                start_response,
-                "503 Service Unavailable",
-                encode(ErrorResponse(message.id, SERVER_BUSY, detail)),
-                [("Retry-After", str(max(1, math.ceil(self.stream_retry))))],
-            )
-        sse = listen or (wants_sse and not self.json_response)
-        try:
-            served = StatelessRequest(
-                self.server,
-                self.pool,
-                message,
-                body.replace(b"\n", b" "),
-                principal_of(environ),
-                sse=sse,
-            )
-        except BaseException:
-            if slot is not None:
-                slot()
-            raise
-        return self._answer_modern(served, sse, slot, disconnect_probe(environ), start_response)
-
-    def _answer_modern(
-        self,
-        served: StatelessRequest,
-        sse: bool,
-        slot: Callable[[], None] | None,
-        disconnected: Callable[[], bool] | None,
-        start_response: StartResponse,
-    ) -> Iterable[bytes]:
-        """Answer a 2026-07-28 request: JSON when its response is the first message within
-        ``modern_json_window`` (or when SSE is not wanted), else SSE from its first message
-        on (a progress notification, a listen acknowledgement...) or from a keep-alive.
-        While it waits, a client seen closing its connection (``disconnected``, where the
-        WSGI server lets us look: :mod:`mcp_sync.http.disconnect`) cancels the handler."""
-
-        def finish() -> None:
-            served.end()
-            if slot is not None:
-                slot()
-
-        try:
-            first = served.first_event(
-                self.modern_json_window if sse else self.request_timeout, disconnected
-            )
-        except BaseException:
-            finish()
-            raise
-        answer = None if first is None else served.answer_of(first)
-        if answer is None and sse and (first is not None or not served.stream.ended):
-            start_response("200 OK", list(_SSE_HEADERS))
-            timeout = None if slot is not None else self.request_timeout
-            # the body's close() (after the answer, or when the client went away) ends it
-            events = served.sse_events(first, self.keepalive, timeout, self._stopping)
-            return _StandaloneBody(events, finish)
-        finish()
-        if served.client_gone:
-            return _plain(start_response, "204 No Content", "")  # nobody is left to read it
-        if answer is None:
-            detail = f"no answer within the server's request_timeout of {self.request_timeout:g} s"
-            return _jsonrpc_error(
-                start_response, "503 Service Unavailable", SERVER_BUSY, detail, served.request.id
-            )
-        return _json(start_response, answer.status, answer.body)
+        return self._modern.serve(environ, message, body, start_response, wants_sse)
 
     @staticmethod
     def _deliver(entry: _HttpSession, message: Message, line: bytes) -> None:
@@ -959,78 +883,3 @@ class McpWsgiApp:
         self._forget(entry.transport.session_id)
         self._end_session(entry)  # answers at once, even if a handler ignores its token
         return _plain(start_response, "200 OK", "")
-
-
-class _StandaloneBody:
-    """A WSGI body that runs ``release`` once the server closes it (every WSGI server calls
-    ``close()``, even on a body it never iterated, and after a failed write): a standalone
-    stream gives its slot back, a 2026-07-28 answer cancels its handler."""
-
-    def __init__(self, events: Iterator[bytes], release: Callable[[], None]) -> None:
-        self._events = events
-        self._release: Callable[[], None] | None = release
-        self._lock = threading.Lock()
-
-    def __iter__(self) -> _StandaloneBody:
-        return self
-
-    def __next__(self) -> bytes:
-        return next(self._events)
-
-    def close(self) -> None:
-        """End the stream and release its slot (once)."""
-        try:
-            close = getattr(self._events, "close", None)
-            if close is not None:
-                close()
-        finally:
-            with self._lock:
-                release, self._release = self._release, None
-            if release is not None:
-                release()
-
-
-def _refuse(refusal: Refusal) -> Callable[[StartResponse], Iterable[bytes]]:
-    return lambda sr: _plain(sr, refusal.status, refusal.detail)
-
-
-def _plain(
-    start_response: StartResponse,
-    status: str,
-    text: str,
-    headers: list[tuple[str, str]] | None = None,
-) -> list[bytes]:
-    body = text.encode()
-    start_response(
-        status,
-        [
-            ("Content-Type", "text/plain; charset=utf-8"),
-            ("Content-Length", str(len(body))),
-            *(headers or []),
-        ],
-    )
-    return [body]
-
-
-def _json(
-    start_response: StartResponse,
-    status: str,
-    data: bytes,
-    headers: list[tuple[str, str]] | None = None,
-) -> list[bytes]:
-    body = data.rstrip(b"\n")
-    start_response(
-        status,
-        [
-            ("Content-Type", "application/json"),
-            ("Content-Length", str(len(body))),
-            *(headers or []),
-        ],
-    )
-    return [body]
-
-
-def _jsonrpc_error(
-    start_response: StartResponse, status: str, code: int, message: str, request_id: Any = None
-) -> list[bytes]:
-    return _json(start_response, status, encode(ErrorResponse(request_id, code, message)))
