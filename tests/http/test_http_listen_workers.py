@@ -3,7 +3,8 @@
 The app (tests/peers/gunicorn_listen_app.py) runs under a real ``gunicorn -w 4 -k gthread``
 with every worker on a :class:`~mcp_sync.server.bus.RedisBus` of a real ``redis-server``. A
 listen stream held by one worker receives the ``notifications/tools/list_changed`` of a tool
-registered by a call that another worker served. Workers are told apart by the pid their
+registered by a call that another worker served (and the prompts' list change and a
+resource update, raised there too). Workers are told apart by the pid their
 tools return; a keep-alive connection stays with the worker that accepted it, so a listen
 sent on the connection that reported pid *A* is held by worker *A* (checked by the
 connection's local port). Each worker allows one listen stream: a second one to the same
@@ -35,6 +36,13 @@ WORKERS = 4
 TRIES = 80
 """New connections tried to reach a given kind of worker (each one lands on any worker)."""
 SUBSCRIPTION_ID = "io.modelcontextprotocol/subscriptionId"
+WATCHED = "file:///watched"
+EVERYTHING = {
+    "toolsListChanged": True,
+    "promptsListChanged": True,
+    "resourcesListChanged": True,
+    "resourceSubscriptions": [WATCHED],
+}
 
 
 @pytest.fixture
@@ -92,10 +100,11 @@ def connection_to(url: str, wanted: Callable[[int], bool]) -> tuple[httpx.Client
 class Listen:
     """A listen POST on ``client``'s connection, read message by message."""
 
-    def __init__(self, client: httpx.Client, url: str, request_id: str) -> None:
-        body = modern(
-            "subscriptions/listen", {"notifications": {"toolsListChanged": True}}, request_id
-        )
+    def __init__(
+        self, client: httpx.Client, url: str, request_id: str, wanted: dict[str, Any] | None = None
+    ) -> None:
+        wanted = wanted or {"toolsListChanged": True}
+        body = modern("subscriptions/listen", {"notifications": wanted}, request_id)
         self._cm = client.stream(
             "POST", url, content=json.dumps(body),
             headers={"Content-Type": "application/json", **headers_for(body)},
@@ -119,12 +128,13 @@ def test_a_listener_on_one_worker_gets_a_change_raised_on_another(gunicorn_url: 
     listener, listen_pid, listen_port = connection_to(url, lambda pid: True)
     other: httpx.Client | None = None
     try:
-        listen = Listen(listener, url, "across")
+        listen = Listen(listener, url, "across", EVERYTHING)
         assert listen.response.status_code == 200
         assert local_port(listen.response) == listen_port  # the same connection: worker A
         deadline = time.monotonic() + PEER_WAIT
         ack = listen.next_message(deadline)
         assert ack["method"] == "notifications/subscriptions/acknowledged"
+        assert ack["params"]["notifications"] == EVERYTHING
         assert ack["params"]["_meta"][SUBSCRIPTION_ID] == "across"
 
         other, other_pid, other_port = connection_to(url, lambda pid: pid != listen_pid)
@@ -134,6 +144,16 @@ def test_a_listener_on_one_worker_gets_a_change_raised_on_another(gunicorn_url: 
 
         change = listen.next_message(time.monotonic() + PEER_WAIT)
         assert change["method"] == "notifications/tools/list_changed"
+        assert change["params"]["_meta"][SUBSCRIPTION_ID] == "across"
+
+        # the other kinds of change, raised on worker B too
+        assert call(other, url, "add_prompt", {"name": "p2"}) == (other_pid, other_port)
+        change = listen.next_message(time.monotonic() + PEER_WAIT)
+        assert change["method"] == "notifications/prompts/list_changed"
+        assert call(other, url, "touch", {"uri": WATCHED}) == (other_pid, other_port)
+        change = listen.next_message(time.monotonic() + PEER_WAIT)
+        assert change["method"] == "notifications/resources/updated"
+        assert change["params"]["uri"] == WATCHED
         assert change["params"]["_meta"][SUBSCRIPTION_ID] == "across"
         listen.close()
     finally:

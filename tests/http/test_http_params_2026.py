@@ -292,3 +292,24 @@ def test_values_encode_as_the_spec_shows(value: str | int | bool, text: str) -> 
 )
 def test_values_compare_by_type(decoded: str, value: Any, matches: bool) -> None:
     assert value_matches(decoded, value) is matches
+
+
+def test_a_hand_written_schema_marks_params_with_the_keyword() -> None:
+    server = Server("declared")
+    server.add_tool(
+        lambda **kw: f"{kw['zone']}",
+        name="declared",
+        input_schema={
+            "type": "object",
+            "properties": {"zone": {"type": "string", "x-mcp-header": "Zone"}},
+            "required": ["zone"],
+        },
+    )
+    handle = serve_http(McpWsgiApp(server, path="/mcp"), "127.0.0.1", 0)
+    try:
+        body = call({"zone": "z9"}, name="declared")
+        assert post(handle.url, body, headers_for(body)).status_code == 400
+        ok = post(handle.url, body, headers_for(body, **{"Mcp-Param-Zone": "z9"}))
+        assert ok.status_code == 200 and ok.json()["result"]["content"][0]["text"] == "z9"
+    finally:
+        handle.stop()

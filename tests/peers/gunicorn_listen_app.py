@@ -27,6 +27,32 @@ def add_tool(name: str) -> int:
     return os.getpid()
 
 
+@server.tool()
+def add_prompt(name: str) -> int:
+    """Register a prompt named ``name`` (the prompt list changes); this worker's pid."""
+    server.add_prompt(lambda: f"prompt {name}", name=name)
+    return os.getpid()
+
+
+@server.tool()
+def touch(uri: str) -> int:
+    """Raise ``notifications/resources/updated`` for ``uri``; this worker's pid."""
+    server.notify_resource_updated(uri)
+    return os.getpid()
+
+
+@server.resource("file:///watched")
+def watched() -> str:
+    """A resource listeners can subscribe to."""
+    return "watched"
+
+
+@server.prompt()
+def hello() -> str:
+    """A prompt (so that the server has the prompts capability)."""
+    return "hello"
+
+
 app = server.wsgi_app(
     path="/mcp",
     modern_only=True,
