@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import logging
 import re
 import types
 import typing
@@ -49,6 +50,8 @@ def mcp_header(name: str) -> Any:
         raise ValueError(f"mcp_header needs a non-empty header name, not {name!r}")
     return Field(json_schema_extra={X_MCP_HEADER: name})
 
+
+_log = logging.getLogger("mcp_sync.server")
 
 _ARGS_HEADER = re.compile(r"^\s*(Args|Arguments|Parameters|Params)\s*:\s*$")
 _ARG_LINE = re.compile(r"^\s*(\*{0,2}\w+)\s*(\([^)]*\))?\s*:\s*(.*)$")
@@ -187,8 +190,14 @@ class Signature:
     @functools.cached_property
     def mirrored(self) -> tuple[MirroredParam, ...]:
         """The parameters mirrored in ``Mcp-Param-*`` headers (``ValueError`` when an
-        ``x-mcp-header`` annotation of the schema is invalid)."""
-        return mirrored_params(self.input_schema())
+        ``x-mcp-header`` annotation of the schema made from type hints is invalid; none for
+        a hand-written schema whose annotations are invalid)."""
+        try:
+            return mirrored_params(self.input_schema())
+        except ValueError:
+            if self.declared is None:
+                raise
+            return ()
 
     def bind(self, arguments: dict[str, Any] | None, ctx: Context | None) -> dict[str, Any]:
         """Validate ``arguments`` and build the call's keyword arguments.
@@ -275,9 +284,13 @@ def inspect_handler(
         takes_any_keyword=takes_any_keyword,
     )
     try:
-        built.mirrored  # noqa: B018 - checks the x-mcp-header annotations now
+        mirrored_params(built.input_schema())  # checks the x-mcp-header annotations now
     except ValueError as exc:
-        raise ValueError(f"{name}: {exc}") from None
+        if declared is None:
+            raise ValueError(f"{name}: {exc}") from None
+        # a hand-written schema is published verbatim: clients drop the tool (the spec says
+        # they MUST), and the server checks no Mcp-Param header for it
+        _log.warning("tool %s: %s; clients will not list it", name, exc)
     return built
 
 

@@ -246,11 +246,6 @@ def test_a_2025_session_still_posts_notifications_cancelled(served: Any) -> None
     assert len(recorder.headers_of("notifications/cancelled")) == 1
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="server bug: a 2026-07-28 SSE answer carries only the response "
-    "(StatelessRequest.sse_events drops the request's progress notifications)",
-)
 def test_progress_from_our_app_reaches_on_progress(served: Any) -> None:
     url, _probe, _recorder = served(modern_json_window=0.0)
     seen: list[tuple[float, float | None, str | None]] = []

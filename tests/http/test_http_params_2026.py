@@ -8,6 +8,7 @@ tests/interop/test_http_params_official_client.py)."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator
 from typing import Annotated, Any
 
@@ -225,9 +226,20 @@ def test_2025_sessions_do_not_check_param_headers(url: str) -> None:
 def test_invalid_annotations_are_refused(schema: dict[str, Any], problem: str) -> None:
     with pytest.raises(ValueError, match=problem):
         mirrored_params({"type": "object", **schema})
+
+
+def test_a_hand_written_schema_with_an_invalid_annotation_is_published_verbatim(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Clients drop such a tool (the spec says they MUST); the server warns, publishes the
+    schema as written and checks no Mcp-Param header for it."""
+    schema = {"type": "object", "properties": {"a": {"type": "number", "x-mcp-header": "A"}}}
     server = Server("bad")
-    with pytest.raises(ValueError, match=problem):
-        server.add_tool(lambda **kw: "", name="bad", input_schema={"type": "object", **schema})
+    with caplog.at_level(logging.WARNING, "mcp_sync.server"):
+        tool = server.add_tool(lambda **kw: "", name="bad", input_schema=schema)
+    assert any("tool bad: x-mcp-header at a needs type" in r.getMessage() for r in caplog.records)
+    assert tool.to_wire()["inputSchema"] == schema
+    assert tool.signature.mirrored == ()
 
 
 def test_a_float_parameter_cannot_be_mirrored() -> None:
