@@ -45,6 +45,9 @@ KEEPALIVE_COMMENT = b": ping\n\n"
 """The SSE comment a long 2026-07-28 answer sends while its handler runs: writing it is how
 the app notices that the client closed the stream."""
 
+_STOP_SLICE = 0.1
+"""Longest wait of an SSE answer between two looks at the app's stop flag (seconds)."""
+
 _UNRELATED_KEPT = 8
 """Messages of a one-shot session that belong to no request (dropped: nobody reads them)."""
 
@@ -194,21 +197,25 @@ class StatelessRequest:
             yield _frame(first)
             if self.answer_of(first) is not None:
                 return
+        ping_at = time.monotonic() + keepalive
         while not stop.is_set():
-            wait = keepalive
-            if end is not None:
-                wait = min(wait, end - time.monotonic())
-                if wait <= 0:
-                    return
-            data = self.stream.wait_for_event(wait)
+            now = time.monotonic()
+            if end is not None and now >= end:
+                return
+            # short slices, so that the app's close() (``stop``) is seen at once
+            wait = min(ping_at, end if end is not None else ping_at) - now
+            data = self.stream.wait_for_event(max(0.0, min(wait, _STOP_SLICE)))
             if data is not None:
                 yield _frame(data)
                 if self.answer_of(data) is not None:
                     return
+                ping_at = time.monotonic() + keepalive
                 continue
             if self.stream.ended:
                 return  # cancelled: no response, ever
-            yield KEEPALIVE_COMMENT
+            if time.monotonic() >= ping_at:
+                yield KEEPALIVE_COMMENT
+                ping_at = time.monotonic() + keepalive
         # the app is closing: a listen stream gets its graceful end (the closing result)
         self._session.server.listens.end_session(self._session)
         data = self.stream.wait_for_event(0)
