@@ -53,19 +53,9 @@ class Skip:
     reason: str
 
 
-TASKS = "the tasks extension (io.modelcontextprotocol/tasks, SEP-2663) is not implemented"
-LISTEN_OVER_HTTP = (
-    "subscriptions/listen is served over stdio only so far, not over Streamable HTTP "
-    "(the test_trigger_* tools the scenario calls are in the fixture)"
-)
-PROGRESS_OVER_HTTP = (
-    "a 2026-07-28 request over Streamable HTTP does not get its progress notifications on "
-    "its response stream yet (they are sent over stdio and at 2025-11-25)"
-)
-MCP_PARAM = (
-    "Mcp-Param-* headers are not yet checked against the body (SEP-2243): the fixture's "
-    "test_header_params tool declares x-mcp-header parameters, but a missing, mismatched or "
-    "invalid header is not refused with 400 and -32020 yet"
+TASKS = (
+    "the tasks extension needs task tools this fixture does not have: the tasks scenarios run "
+    "against the task fixture server in tests/tasks/test_task_conformance.py"
 )
 SKIPPED: tuple[Skip, ...] = (
     Skip(
@@ -85,25 +75,6 @@ SKIPPED: tuple[Skip, ...] = (
         "there: an initialize carrying a 2026-07-28 envelope is answered 400 with -32022 "
         "naming the supported versions (the spec leaves the code to the server and asks "
         "that the error name them), which is what tells a client to speak 2026-07-28",
-    ),
-    *(
-        Skip("2026-07-28", "server-stateless", check, LISTEN_OVER_HTTP)
-        for check in (
-            "sep-2575-server-sends-subscription-ack",
-            "sep-2575-server-tags-subscription-id",
-            "sep-2575-server-honors-notification-filter",
-            "sep-2575-server-sends-prompts-list-changed-on-subscription",
-            "sep-2575-server-sends-tools-list-changed-on-subscription",
-        )
-    ),
-    Skip("2026-07-28", "tools-call-with-progress", "tools-call-with-progress", PROGRESS_OVER_HTTP),
-    *(
-        Skip("2026-07-28", "http-custom-header-server-validation", check, MCP_PARAM)
-        for check in (
-            "sep-2243-server-validate-param-match",
-            "sep-2243-server-reject-invalid-param-chars",
-            "sep-2243-server-reject-param-mismatch",
-        )
     ),
     Skip(
         "2026-07-28",
