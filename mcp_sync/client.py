@@ -267,12 +267,17 @@ class Client(Session):
         probe and 2026-07-28, or the ``initialize`` handshake (see ``protocol=``)."""
         return cls(transport, **options)._start(init_timeout)
 
-    def _start(self, init_timeout: float | None) -> Client:
-        """Start reading and agree on the protocol; closed again if that fails."""
+    def _start(
+        self, init_timeout: float | None, on_failure: Callable[[], object] | None = None
+    ) -> Client:
+        """Start reading and agree on the protocol; closed again if that fails (after
+        ``on_failure()``, which stops what the close would otherwise wait for)."""
         self.endpoint.start()
         try:
             self._negotiate(init_timeout)
         except BaseException:
+            if on_failure is not None:
+                on_failure()
             self.close()
             raise
         return self
@@ -410,13 +415,10 @@ class Client(Session):
             options["discover_timeout"] = min(DISCOVER_TIMEOUT, init_timeout)
         client = cls(transport, **options)
         transport.bind_receiver(client.endpoint.receive_line)  # answers go straight in
-        try:
-            return client._start(init_timeout)
-        except BaseException:
-            cancel = getattr(auth, "cancel", None)
-            if callable(cancel):  # an interactive auth waiting for the user (mcp_sync.auth)
-                cancel()
-            raise
+        # an interactive auth waiting for the user (mcp_sync.auth) is cancelled first, so
+        # that closing does not wait for a sign-in nobody will finish
+        cancel = getattr(auth, "cancel", None)
+        return client._start(init_timeout, on_failure=cancel if callable(cancel) else None)
 
     def __enter__(self) -> Client:
         return self
