@@ -56,12 +56,12 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from typing_extensions import Self
 
+from .._redis_listener import run_pubsub_listener
 from .._waiting import WAIT_SLICE, wait_sliced
 from ..errors import BusUnavailable
 
 if TYPE_CHECKING:  # pragma: no cover - typing only; redis is an optional extra
     import redis as redis_module
-    from redis.client import PubSub
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -614,40 +614,27 @@ class RedisBus(_ClosedOnExit):
                 listener.join()
 
     def _listen(self, stop: threading.Event, ready: threading.Event) -> None:
-        delay = self._backoff_initial
-        lost = False
-        while not stop.is_set():
-            pubsub: PubSub | None = None
-            client = self._client(self._health_check_interval)
-            try:
-                pubsub = client.pubsub()  # type: ignore[no-untyped-call]
-                pubsub.psubscribe(self._prefix + "*")
-                while not stop.is_set():
-                    item = pubsub.get_message(timeout=WAIT_SLICE)
-                    if item is None:
-                        continue
-                    if item["type"] == "psubscribe":
-                        ready.set()
-                        delay = self._backoff_initial
-                        if lost:
-                            lost = False
-                            with self._counters:
-                                self._reconnects += 1
-                            log.info("bus: connected to Redis again")
-                    elif item["type"] == "pmessage":
-                        self._received(item["data"])
-            except (self._redis.RedisError, OSError) as exc:
-                if not stop.is_set():
-                    if ready.is_set() or not lost:
-                        log.warning("bus: lost the Redis connection (%s); reconnecting", exc)
-                    ready.clear()
-                    lost = True
-                    stop.wait(delay)
-                    delay = min(delay * 2, self._backoff_max)
-            finally:
-                if pubsub is not None:
-                    _quietly(pubsub.close)
-                _quietly(client.close)
+        run_pubsub_listener(
+            connect=lambda: self._client(self._health_check_interval),
+            subscribe=lambda pubsub: pubsub.psubscribe(self._prefix + "*"),
+            subscribed_type="psubscribe",
+            message_type="pmessage",
+            on_subscribed=self._subscribed,
+            on_message=self._received,
+            stop=stop,
+            ready=ready,
+            backoff_initial=self._backoff_initial,
+            backoff_max=self._backoff_max,
+            errors=(self._redis.RedisError, OSError),
+            log=log,
+            what="bus",
+        )
+
+    def _subscribed(self, reconnected: bool) -> None:
+        if reconnected:
+            with self._counters:
+                self._reconnects += 1
+            log.info("bus: connected to Redis again")
 
     def _received(self, data: str | bytes) -> None:
         message = decode_event(data)

@@ -22,7 +22,8 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
-from .._waiting import WAIT_SLICE, wait_sliced
+from .._redis_listener import run_pubsub_listener
+from .._waiting import wait_sliced
 from ..errors import BusUnavailable
 from ._common import (
     Clock,
@@ -281,45 +282,26 @@ class RedisTaskStore(StoreBase):
                 thread.join()
 
     def _listen(self, stop: threading.Event, ready: threading.Event) -> None:
-        delay = self._backoff_initial
-        failed = False
-        while not stop.is_set():
-            client = self._redis_module.Redis.from_url(
+        run_pubsub_listener(
+            connect=lambda: self._redis_module.Redis.from_url(
                 self.url,
                 socket_timeout=self._socket_timeout,
                 socket_connect_timeout=self._socket_timeout,
                 health_check_interval=max(1.0, self._socket_timeout),
-            )
-            pubsub = None
-            try:
-                pubsub = client.pubsub()
-                pubsub.subscribe(self._channel)
-                while not stop.is_set():
-                    item = pubsub.get_message(timeout=WAIT_SLICE)
-                    if item is None:
-                        continue
-                    if item["type"] == "subscribe":
-                        ready.set()
-                        delay = self._backoff_initial
-                        self._catch_up()
-                    elif item["type"] == "message":
-                        self._received(item["data"])
-            except (self._redis_module.RedisError, OSError) as exc:
-                if not stop.is_set():
-                    # one warning per outage, not one per attempt to reconnect
-                    log = _log.warning if ready.is_set() or not failed else _log.debug
-                    log("tasks: lost the Redis connection (%s); reconnecting", exc)
-                    failed = True
-                    ready.clear()
-                    stop.wait(delay)
-                    delay = min(delay * 2, self._backoff_max)
-            finally:
-                for closing in (pubsub, client):
-                    if closing is not None:
-                        try:
-                            closing.close()
-                        except Exception:  # pragma: no cover - closing a broken connection
-                            _log.debug("tasks: error closing a Redis connection", exc_info=True)
+            ),
+            subscribe=lambda pubsub: pubsub.subscribe(self._channel),
+            subscribed_type="subscribe",
+            message_type="message",
+            on_subscribed=lambda _reconnected: self._catch_up(),
+            on_message=self._received,
+            stop=stop,
+            ready=ready,
+            backoff_initial=self._backoff_initial,
+            backoff_max=self._backoff_max,
+            errors=(self._redis_module.RedisError, OSError),
+            log=_log,
+            what="tasks",
+        )
 
     def _catch_up(self) -> None:
         """Report what changed while the listener was not subscribed."""
