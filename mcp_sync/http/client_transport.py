@@ -143,10 +143,17 @@ def _httpx() -> Any:
 
 class _SendTrace:
     """What httpcore's ``trace`` extension told about one request: whether its body was
-    written in full (then a cancel may follow it), and whether tracing works at all."""
+    written in full (then a cancel may follow it), and whether tracing works at all. Each
+    event is also passed to ``forward`` (a :class:`~.client_flight.Flight`'s trace, which
+    notes the request's stream so that closing the transport can shut it down)."""
 
-    def __init__(self, written: threading.Event | None) -> None:
+    def __init__(
+        self,
+        written: threading.Event | None,
+        forward: Callable[[str, Any], None] | None = None,
+    ) -> None:
         self.written = written
+        self.forward = forward
         self.traced = False
         self.body_sent = False
 
@@ -156,6 +163,8 @@ class _SendTrace:
             self.body_sent = True
             if self.written is not None:
                 self.written.set()
+        if self.forward is not None:
+            self.forward(name, info)
 
 
 class HttpClientTransport:
@@ -252,6 +261,8 @@ class HttpClientTransport:
         self.protocol_version: str | None = None
         # 2026-07-28 requests in flight: closing one's stream is its cancellation
         self._flights: dict[tuple[type, Any], Flight] = {}
+        # 2025-11-25 requests being POSTed: shut down by close() (their answer may never come)
+        self._legacy_flights: set[Flight] = set()
         self._tool_lists: set[tuple[type, Any]] = set()  # tools/list ids (x-mcp-header maps)
         self._initialize_key: tuple[type, Any] | None = None
         self._receive: Callable[[bytes], None] | None = None
@@ -485,12 +496,15 @@ class HttpClientTransport:
         stream_inline: bool,
         written: threading.Event | None = None,
         read_timeout: float | None = None,
+        flight: Flight | None = None,
     ) -> None:
-        """POST one message and route its answer (JSON body or SSE stream) to the inbox."""
+        """POST one message and route its answer (JSON body or SSE stream) to the inbox;
+        ``flight`` notes the request's stream (so :meth:`close` can shut it down while the
+        POST still waits for its response headers)."""
         httpx = _httpx()
         is_request = meta.kind == "request"
         request_id = meta.request_id if is_request else None
-        trace = _SendTrace(written)
+        trace = _SendTrace(written, flight.trace() if flight is not None else None)
         try:
             try:
                 response = self._send(
@@ -596,14 +610,19 @@ class HttpClientTransport:
 
     def _post_request(self, data: bytes, meta: OutboundMeta, written: threading.Event) -> None:
         """Thread body: POST a request and read its answer."""
+        flight = Flight()  # only for close(): a 2025-11-25 request is cancelled by a POST
+        with self._lock:
+            self._legacy_flights.add(flight)
         try:
-            self._post(data, meta, stream_inline=True, written=written)
+            if not self._closed.is_set():
+                self._post(data, meta, stream_inline=True, written=written, flight=flight)
         except ConnectionClosed as exc:
             self._fail(exc)
         finally:
             written.set()
             key = _key(meta.request_id)
             with self._lock:
+                self._legacy_flights.discard(flight)
                 if key is not None and self._posted.get(key) is written:
                     del self._posted[key]
 
@@ -656,8 +675,8 @@ class HttpClientTransport:
         with self._lock:
             responses = list(self._responses)
             threads = list(self._threads)
-            flights = list(self._flights.values())
-        for flight in flights:  # 2026-07-28 requests in flight: close their streams
+            flights = [*self._flights.values(), *self._legacy_flights]
+        for flight in flights:  # requests in flight: close their streams
             flight.cancel()
         for response in responses:
             _abort(response)

@@ -458,10 +458,14 @@ def test_progress_on_a_2026_sse_answer_reaches_on_progress(scripted: Any) -> Non
 class SilentServer:
     """A TCP server that reads one HTTP request per connection and never answers 2026
     calls (``server/discover`` is answered, so the client stays on 2026-07-28); it records
-    when the client closed a connection whose request it holds."""
+    when the client closed a connection whose request it holds. With ``legacy`` it is a
+    2025-11-25 server instead: ``initialize`` is answered with a session, notifications and
+    bodiless requests (the closing ``DELETE``) get 202, and every other request is held."""
 
-    def __init__(self) -> None:
+    def __init__(self, legacy: bool = False) -> None:
         import socket
+
+        self.legacy = legacy
 
         self.listener = socket.create_server(("127.0.0.1", 0))
         self.url = f"http://127.0.0.1:{self.listener.getsockname()[1]}/mcp"
@@ -495,14 +499,20 @@ class SilentServer:
                 head, _, buffer = buffer.partition(b"\r\n\r\n")
                 length = int(
                     next(
-                        line.split(b":", 1)[1]
-                        for line in head.split(b"\r\n")
-                        if line.lower().startswith(b"content-length:")
+                        (
+                            line.split(b":", 1)[1]
+                            for line in head.split(b"\r\n")
+                            if line.lower().startswith(b"content-length:")
+                        ),
+                        b"0",
                     )
                 )
                 while len(buffer) < length:
                     buffer += conn.recv(65536)
-                body, buffer = json.loads(buffer[:length]), buffer[length:]
+                raw, buffer = buffer[:length], buffer[length:]
+                body = json.loads(raw) if raw else {}
+                if self.legacy and self._answer_legacy(conn, body):
+                    continue
                 if body.get("method") == "server/discover":
                     answer = json.dumps(
                         {"jsonrpc": "2.0", "id": body["id"], "result": DISCOVER_RESULT}
@@ -520,6 +530,25 @@ class SilentServer:
             return
         finally:
             conn.close()
+
+    def _answer_legacy(self, conn: Any, body: dict[str, Any]) -> bool:
+        """Answer what a 2025-11-25 session needs before its call; False to hold it."""
+        if body.get("method") == "initialize":
+            result = {
+                "protocolVersion": "2025-11-25",
+                "capabilities": {"tools": {}},
+                "serverInfo": {"name": "silent", "version": "1"},
+            }
+            answer = json.dumps({"jsonrpc": "2.0", "id": body["id"], "result": result}).encode()
+            conn.sendall(
+                b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+                b"Mcp-Session-Id: silent-1\r\nContent-Length: %d\r\n\r\n" % len(answer) + answer
+            )
+            return True
+        if "id" not in body:  # a notification, or the DELETE that ends the session
+            conn.sendall(b"HTTP/1.1 202 Accepted\r\nContent-Length: 0\r\n\r\n")
+            return True
+        return False
 
     def close(self) -> None:
         import socket
@@ -552,6 +581,24 @@ def test_a_cancel_before_the_headers_arrive_closes_the_connection_at_once(
         with pytest.raises(Cancelled):
             call.result(WAIT)
         assert silent.closed_by_client.wait(WAIT)
+
+
+def test_closing_a_2025_client_shuts_down_a_post_still_waiting_for_its_headers() -> None:
+    """close() must not wait for a server that never answers: the 2025-11-25 request's
+    connection is shut down, so its thread ends with the close (it used to outlive the
+    client until the server answered; seen as a leaked thread under waitress)."""
+    server = SilentServer(legacy=True)
+    try:
+        client = Client.http(server.url, protocol="legacy", open_get_stream=False)
+        call = client.call_tool_future("anything", {})
+        assert server.held.wait(WAIT)  # at the server; no headers came back
+        client.close()
+        assert server.closed_by_client.wait(WAIT)
+        with pytest.raises(ConnectionClosed):
+            call.result(WAIT)
+        assert not [t.name for t in threading.enumerate() if t.name.startswith("mcp_sync-http")]
+    finally:
+        server.close()
 
 
 def test_a_timeout_before_the_headers_arrive_closes_the_connection(

@@ -75,21 +75,7 @@ def rss_bytes() -> int:
         return int(statm.read().split()[1]) * 4096
 
 
-LEAKED_REQUEST_THREAD = (
-    "known bug: under waitress a 2025-11-25 client's POST thread (mcp_sync-http-request-N) can "
-    "outlive its closed client by more than 5 s -- close() cannot interrupt a POST still waiting "
-    "for its response headers; it ends when the server answers (seen in full CI runs only)"
-)
-
-
-@pytest.fixture(
-    params=[
-        "serve_http",
-        pytest.param(
-            "waitress", marks=pytest.mark.xfail(reason=LEAKED_REQUEST_THREAD, strict=False)
-        ),
-    ]
-)
+@pytest.fixture(params=["serve_http", "waitress"])
 def site(request) -> Iterator[tuple[str, McpWsgiApp, Ledger]]:
     ledger = Ledger()
     app = McpWsgiApp(load_server(ledger), path="/mcp", max_workers=32)
