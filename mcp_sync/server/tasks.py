@@ -39,6 +39,7 @@ from ..context import Context
 from ..errors import McpError
 from ..jsonrpc import INTERNAL_ERROR, Request
 from ..lifecycle import Era, RequestEnvelope
+from ..principal import Principal
 from ..protocol import InboundRequest, InboundState
 from ..tasks import TaskStoreFull
 from ..tasks.store import TaskNotFound, TaskRecord, TaskStore
@@ -99,10 +100,10 @@ def _session_key(session: ServerSession) -> str:
         return key
 
 
-def principal_of(scope: RequestScope) -> Any:
+def principal_of(scope: RequestScope) -> Principal | None:
     """The authenticated principal of the request of ``scope``, or ``None`` (the one place
-    the task code reads it)."""
-    return getattr(scope, "principal", None)
+    the task code reads it: :attr:`RequestScope.principal`)."""
+    return scope.principal
 
 
 def owner_of(scope: RequestScope) -> str:
@@ -113,8 +114,7 @@ def owner_of(scope: RequestScope) -> str:
     principal = principal_of(scope)
     if principal is None:
         return ANONYMOUS_OWNER
-    key = getattr(principal, "key", None) or getattr(principal, "subject", None)
-    return f"principal:{key}"
+    return f"principal:{principal.key}"
 
 
 @dataclass(eq=False)
