@@ -75,8 +75,13 @@ def detailed_task(record: TaskRecord) -> dict[str, Any]:
             outcome.get("error") or {"code": -32603, "message": record.status_message or "failed"}
         )
     elif record.status == "input_required":
+        # a key answered by tasks/update is not asked any more, even before the handler
+        # has taken the answer (tasks/update is acknowledged at once)
+        answered = record.input_responses or {}
         task["inputRequests"] = {
-            key: dict(value) for key, value in (record.input_requests or {}).items()
+            key: dict(value)
+            for key, value in (record.input_requests or {}).items()
+            if key not in answered
         }
     return task
 
