@@ -3,8 +3,9 @@
 1. Protected resource metadata (RFC 9728): the ``resource_metadata`` URL of the 401's
    ``WWW-Authenticate`` when there is one, otherwise the well-known URIs in the spec's order
    -- path-aware first (``/.well-known/oauth-protected-resource/<path>``), then the root.
-   Its ``resource`` must be the server's URL or a prefix of it (same origin), and is then
-   the ``resource`` indicator (RFC 8707) sent exactly as published.
+   Its ``resource`` must be the server's URL or a prefix of it (same origin; the same query
+   if it has one), and its canonical form (:func:`~mcp_sync.http.resource_uri.canonical_resource`,
+   the server's own rule) is then the ``resource`` indicator (RFC 8707).
 2. Authorization server metadata: for the issuer the resource names, RFC 8414 then OpenID
    Connect discovery, path-aware (``/.well-known/oauth-authorization-server/<path>``,
    ``/.well-known/openid-configuration/<path>``, ``<issuer>/.well-known/openid-configuration``).
@@ -26,6 +27,7 @@ from urllib.parse import urlsplit, urlunsplit
 import httpx
 
 from ..errors import DiscoveryError
+from ..http.resource_uri import canonical_resource
 from ._client_http import get_json, require_secure
 
 __all__ = [
@@ -67,15 +69,6 @@ class ServerMetadata:
     authorization_response_iss_parameter_supported: bool = False
     grant_types_supported: tuple[str, ...] = ("authorization_code", "implicit")
     raw: Mapping[str, Any] = field(default_factory=dict, repr=False, compare=False)
-
-
-def canonical_resource(url: str) -> str:
-    """The canonical URI of an MCP server (RFC 8707): lowercase scheme and host, no query,
-    no fragment, no trailing slash (unless the path is only ``/``, which is dropped)."""
-    parts = urlsplit(url)
-    netloc = parts.netloc.lower()
-    path = parts.path.rstrip("/")
-    return urlunsplit((parts.scheme.lower(), netloc, path, "", ""))
 
 
 def _origin(url: str) -> str:
@@ -136,9 +129,12 @@ def _strings(value: Any) -> tuple[str, ...] | None:
 
 
 def _covers(resource: str, server_url: str) -> bool:
-    """True when ``resource`` names ``server_url``: same origin and a path prefix."""
+    """True when ``resource`` names ``server_url``: same origin, a path prefix, and the
+    same query when ``resource`` has one (both compared as canonical URIs)."""
     want, have = urlsplit(canonical_resource(server_url)), urlsplit(canonical_resource(resource))
     if (want.scheme, want.netloc) != (have.scheme, have.netloc):
+        return False
+    if have.query and have.query != want.query:
         return False
     prefix = have.path.rstrip("/")
     return want.path == prefix or want.path.startswith(prefix + "/")
@@ -163,7 +159,8 @@ def discover_resource(
             raise DiscoveryError(
                 f"the resource metadata at {url} is for {resource!r}, not for {server_url!r}"
             )
-        return ResourceMetadata(resource, servers, _strings(document.get("scopes_supported")), url)
+        scopes = _strings(document.get("scopes_supported"))
+        return ResourceMetadata(canonical_resource(resource), servers, scopes, url)
     if header_url:
         raise DiscoveryError(f"no protected resource metadata at {header_url}")
     _log.info("no protected resource metadata for %s; trying its origin as issuer", server_url)

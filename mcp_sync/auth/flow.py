@@ -20,9 +20,10 @@ import httpx
 
 from .._waiting import wait_sliced
 from ..errors import AuthorizationTimeout, InsufficientScope, TokenEndpointError
+from ..http.resource_uri import canonical_resource
 from ._client_http import AuthlibSession
 from .challenge import BearerChallenge, parse_challenge
-from .discovery import ResourceMetadata, ServerMetadata, canonical_resource, discover_server
+from .discovery import ResourceMetadata, ServerMetadata, discover_server
 from .registration import ClientRegistration
 from .token_store import MemoryTokenStore, TokenSet, TokenStore
 

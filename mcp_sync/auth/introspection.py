@@ -18,7 +18,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Literal
 
 from ..errors import InvalidToken, VerifierUnavailable
-from ..http.bearer import canonical_resource
+from ..http.resource_uri import canonical_resource
 from ..principal import Principal
 from ._http import new_client, read_json
 

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit, urlunsplit
 
 from ..errors import InvalidToken, VerifierUnavailable
-from ..http.bearer import canonical_resource
+from ..http.resource_uri import canonical_resource
 from ..principal import Principal
 from ._http import new_client, read_json
 

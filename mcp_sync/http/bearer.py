@@ -35,6 +35,8 @@ from urllib.parse import parse_qsl, urlsplit, urlunsplit
 from ..errors import InvalidToken, VerifierUnavailable
 from ..jsonrpc import Request
 from ..principal import Principal, TokenVerifier
+from .cors import requested_headers
+from .resource_uri import canonical_resource
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..server import Server
@@ -68,14 +70,6 @@ _QUOTABLE = re.compile(r"[^\x20\x21\x23-\x5b\x5d-\x7e]")
 """What RFC 6750 does not allow inside a quoted ``WWW-Authenticate`` value."""
 
 StartResponse = Callable[..., Any]
-
-
-def canonical_resource(uri: str) -> str:
-    """``uri`` as resource identifiers are compared (RFC 8707, the MCP spec): scheme and
-    host lowercased, no fragment, no trailing ``/``."""
-    parts = urlsplit(uri.strip())
-    path = parts.path.rstrip("/")
-    return urlunsplit((parts.scheme.lower(), parts.netloc.lower(), path, parts.query, ""))
 
 
 def principal_of(environ: Mapping[str, Any]) -> Principal | None:
@@ -188,7 +182,7 @@ class BearerAuth:
     def metadata(self, server: Server | None = None) -> dict[str, Any]:
         """The protected resource metadata document (RFC 9728, section 2)."""
         document: dict[str, Any] = {
-            "resource": self.resource,
+            "resource": self._canonical,
             "authorization_servers": list(self.authorization_servers),
             "scopes_supported": self._scopes_supported(server),
             "bearer_methods_supported": ["header"],
@@ -216,11 +210,20 @@ class BearerAuth:
         return path in (METADATA_PATH, METADATA_PATH + self.resource_path)
 
     def serve_metadata(
-        self, start_response: StartResponse, server: Server | None = None, method: str = "GET"
+        self,
+        start_response: StartResponse,
+        server: Server | None = None,
+        method: str = "GET",
+        environ: Mapping[str, Any] | None = None,
     ) -> list[bytes]:
-        """Answer a request of the metadata document (``GET``; ``OPTIONS`` for CORS)."""
+        """Answer a request of the metadata document (``GET``; ``OPTIONS`` for CORS). The
+        document is public: any origin may read it, with the request headers its preflight
+        (``environ``) asks for."""
         cors = [("Access-Control-Allow-Origin", "*"), ("Access-Control-Allow-Methods", "GET")]
         if method == "OPTIONS":
+            asked = requested_headers(environ or {})
+            if asked:
+                cors.append(("Access-Control-Allow-Headers", ", ".join(asked)))
             start_response("204 No Content", [*cors, ("Content-Length", "0")])
             return [b""]
         if method not in ("GET", "HEAD"):
@@ -246,7 +249,8 @@ class BearerAuth:
             body = b"not found"
             start_response("404 Not Found", [("Content-Length", str(len(body)))])
             return [body]
-        return self.serve_metadata(start_response, method=environ.get("REQUEST_METHOD", "GET"))
+        method = environ.get("REQUEST_METHOD", "GET")
+        return self.serve_metadata(start_response, method=method, environ=environ)
 
     # -- the guard ------------------------------------------------------------------------------
     def _challenge(

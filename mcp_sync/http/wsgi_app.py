@@ -25,6 +25,8 @@ thread per connection, which this module re-exports).
   Later revisions do not allow batches: they get ``400`` and -32600.
 * ``Mcp-Session-Id`` is issued at ``initialize`` (cryptographically random); an unknown or
   ended session gets 404, a missing one 400. ``MCP-Protocol-Version`` must be one we speak.
+* ``cors=True`` lets browser-based clients of the allowed origins read the answers
+  (:mod:`mcp_sync.http.cors`); a CORS preflight is answered before any authentication.
 * ``Origin`` is validated (403): localhost origins are allowed by default. ``Host`` is
   checked (421) when ``allowed_hosts`` is given, and by
   :func:`~mcp_sync.http.embedded_server.serve_http` bound to loopback.
@@ -74,6 +76,7 @@ from ..transports.batching import BATCH_REVISIONS, EMPTY_BATCH, split_batch
 from ..workers import DEFAULT_WAIT_WARNING, PoolStats, WorkerPool
 from .bearer import AuthRefusal, BearerAuth, owner_of, principal_of
 from .checks import HostAllowList, Refusal, check_content_type, read_body
+from .cors import exposing, is_preflight, preflight_headers
 from .listen_slots import DEFAULT_MAX_LISTEN_STREAMS, ListenSlots
 from .modern_post import ModernAnswers
 from .param_headers import check_param_headers
@@ -195,7 +198,15 @@ class McpWsgiApp:
             names only.
         auth: a :class:`~mcp_sync.http.bearer.BearerAuth` (OAuth bearer tokens, as the MCP
             authorization spec has them: see :doc:`/howto/protect-flask`), or a raw
-            :data:`AuthHook` run before anything else.
+            :data:`AuthHook` run before anything else. Neither sees a CORS preflight
+            (a browser sends it without credentials): it is answered as ``cors`` says.
+        cors: answer CORS for browser-based clients of the origins the ``Origin`` check
+            allows (localhost ones and ``allowed_origins``): a preflight gets ``204`` with
+            ``Access-Control-Allow-*`` headers, every other answer (a ``401`` included)
+            ``Access-Control-Allow-Origin`` and ``Access-Control-Expose-Headers`` naming
+            ``Mcp-Session-Id``, ``MCP-Protocol-Version``, ``WWW-Authenticate`` and
+            ``Retry-After`` (:mod:`mcp_sync.http.cors`). ``False`` (the default): no CORS
+            headers, and a preflight gets ``405`` like any ``OPTIONS``.
         max_body_bytes: larger POST bodies get 413 (with ``Content-Length`` or, under a
             server that decodes chunked bodies, as soon as more arrived).
         json_response: answer requests with JSON instead of SSE.
@@ -247,6 +258,7 @@ class McpWsgiApp:
         allowed_origins: Sequence[str] | None = None,
         allowed_hosts: Sequence[str] | None = None,
         auth: BearerAuth | AuthHook | None = None,
+        cors: bool = False,
         max_body_bytes: int = 4 * 1024 * 1024,
         json_response: bool = False,
         keepalive: float = 15.0,
@@ -273,6 +285,8 @@ class McpWsgiApp:
         self.allowed_hosts = None if allowed_hosts is None else list(allowed_hosts)
         self._hosts = None if allowed_hosts is None else HostAllowList(allowed_hosts)
         self.auth = auth
+        self.cors = cors
+        """Whether browsers of the allowed origins may read the answers (CORS)."""
         self.bearer = auth if isinstance(auth, BearerAuth) else None
         """The OAuth resource-server guard (``None``: no bearer tokens checked)."""
         self.max_body_bytes = max_body_bytes
@@ -427,38 +441,53 @@ class McpWsgiApp:
     def __call__(self, environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
         if self.bearer is not None and self.bearer.is_metadata_path(environ):
             method = environ.get("REQUEST_METHOD", "GET")
-            return self.bearer.serve_metadata(start_response, self.server, method)
+            return self.bearer.serve_metadata(start_response, self.server, method, environ)
         if self.path is not None and environ.get("PATH_INFO", "") not in (
             self.path,
             self.path.rstrip("/") + "/",
         ):
             return _plain(start_response, "404 Not Found", "not found")
-        refusal = (
-            self._check_host(environ) or self._check_origin(environ) or self._check_auth(environ)
-        )
+        refusal = self._check_host(environ) or self._check_origin(environ)
+        if refusal is not None:
+            return refusal(start_response)
+        if is_preflight(environ):  # never authenticated: a browser sends it without credentials
+            return self._preflight(environ, start_response)
+        origin = environ.get("HTTP_ORIGIN")
+        if self.cors and origin is not None:
+            start_response = exposing(start_response, origin)
+        refusal = self._check_auth(environ)
         if refusal is not None:
             return refusal(start_response)
         self._sweep()
         method = environ.get("REQUEST_METHOD", "GET")
         if method == "POST":
             return self._post(environ, start_response)
-        if self.modern_only:
-            return _plain(
-                start_response,
-                "405 Method Not Allowed",
-                "protocol 2026-07-28 is served by POST only",
-                [("Allow", "POST")],
-            )
-        if method == "GET":
+        if method == "GET" and not self.modern_only:
             return self._get(environ, start_response)
-        if method == "DELETE":
+        if method == "DELETE" and not self.modern_only:
             return self._delete(environ, start_response)
-        return _plain(
-            start_response,
-            "405 Method Not Allowed",
-            "use POST, GET or DELETE",
-            [("Allow", "GET, POST, DELETE")],
+        return self._method_not_allowed(start_response)
+
+    def _allowed_methods(self) -> str:
+        return "POST" if self.modern_only else "GET, POST, DELETE"
+
+    def _method_not_allowed(self, start_response: StartResponse) -> Iterable[bytes]:
+        text = (
+            "protocol 2026-07-28 is served by POST only"
+            if self.modern_only
+            else "use POST, GET or DELETE"
         )
+        allow = [("Allow", self._allowed_methods())]
+        return _plain(start_response, "405 Method Not Allowed", text, allow)
+
+    def _preflight(self, environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
+        """A CORS preflight (from an origin the ``Origin`` check allowed): ``204`` with the
+        CORS headers under ``cors=True``, else the ``405`` of any ``OPTIONS``."""
+        if not self.cors:
+            return self._method_not_allowed(start_response)
+        headers = preflight_headers(environ, environ["HTTP_ORIGIN"], self._allowed_methods())
+        start_response("204 No Content", [*headers, ("Content-Length", "0")])
+        return [b""]
 
     def _check_host(
         self, environ: dict[str, Any]

@@ -76,10 +76,10 @@ def test_the_resource_must_name_the_server(resource, server, covers):
     assert _covers(resource, server) is covers
 
 
-def test_canonical_resource_drops_query_fragment_and_trailing_slash():
+def test_canonical_resource_keeps_the_query_drops_fragment_and_trailing_slash():
     assert (
         canonical_resource("HTTPS://Mcp.Example:8443/a/mcp/?x=1#f")
-        == "https://mcp.example:8443/a/mcp"
+        == "https://mcp.example:8443/a/mcp?x=1"
     )
 
 
