@@ -300,12 +300,21 @@ def run_waitress(web: Any, threads: int = 8, **options: Any) -> tuple[str, Calla
     thread = threading.Thread(target=server.run, name="waitress-server")
     thread.start()
 
-    def stop() -> None:
+    def close_the_connections() -> None:
+        """In the loop's own thread: close every connection and empty the map, so the loop
+        ends. The trigger and the listening socket only leave the map: the trigger must stay
+        open, as a ``pull_trigger()`` may still be about to write to it -- this thunk can run
+        before ``stop()``'s own write, when the loop is woken by a worker's pull first."""
         from waitress import wasyncore
 
-        # close every socket from the loop's own thread: its loop then ends by itself
-        server.trigger.pull_trigger(lambda: wasyncore.close_all(server._map))
+        server.trigger.del_channel()
+        server.del_channel()
+        wasyncore.close_all(server._map)
+
+    def stop() -> None:
+        server.trigger.pull_trigger(close_the_connections)
         thread.join(WAIT)
-        server.task_dispatcher.shutdown()
+        server.task_dispatcher.shutdown()  # its threads can pull the trigger until they end
+        server.close()  # the listening socket and the trigger, now that no one writes to it
 
     return f"http://127.0.0.1:{server.effective_port}", stop
