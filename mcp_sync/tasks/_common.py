@@ -60,8 +60,9 @@ MAX_PAGE_SIZE = 100
 """The most tasks one :meth:`~mcp_sync.tasks.TaskStore.list` page holds."""
 
 DEFAULT_MAX_TASKS = 10_000
-"""How many tasks (of every owner, terminal ones included) a memory or SQLite store holds at
-most, unless told otherwise."""
+"""How many tasks (of every owner, terminal ones included) a store holds at most, unless told
+otherwise (``max_tasks`` of every store; a SQLite file or a Redis prefix counts them over
+every process using it)."""
 
 
 LEASE_EXPIRED_MESSAGE = "the worker running this task stopped (its lease ran out)"

@@ -1,8 +1,11 @@
 """A task store on a Redis server, shared by every worker process that names it.
 
 Each task is one key holding its record as JSON, with a Redis TTL (the task's lifetime);
-each owner has a sorted set of its task ids by creation order (``list``), and one sorted set
-orders every task by the end of its TTL (``purge_expired``). Every transition is optimistic:
+each owner has a sorted set of its task ids by creation order (``list``), one sorted set
+orders every task by the end of its TTL (``purge_expired``, and the count of ``max_tasks``),
+and one holds the ended tasks by creation time (the first to drop when the store is full).
+A creation is one Lua script (``_redis_insert``): the bound is checked and the task
+written in one atomic step, whichever processes create at once. Every transition is optimistic:
 ``WATCH`` the task's key, read it, apply the rule, and write it back in ``MULTI``/``EXEC``
 together with a ``PUBLISH`` of the new record, retried when another client changed the key
 meanwhile, so it is a compare-and-set against every process using the server.
@@ -26,14 +29,17 @@ from .._redis_listener import run_pubsub_listener
 from .._waiting import wait_sliced
 from ..errors import BusUnavailable
 from ._common import (
+    DEFAULT_MAX_TASKS,
     Clock,
     StoreBase,
+    TaskStoreFull,
     Transition,
     expires_at,
     is_expired,
     record_from_json,
     record_to_json,
 )
+from ._redis_insert import FULL, INSERT_SCRIPT
 from .store import TaskRecord
 
 if TYPE_CHECKING:
@@ -58,12 +64,20 @@ class RedisTaskStore(StoreBase):
     """Tasks on the Redis server at ``url``, shared by every process using the same server,
     database and ``prefix``.
 
+    At most ``max_tasks`` tasks are kept (every owner's, ended ones included), counted over
+    every process using the server and prefix: when a new one would pass that, expired tasks
+    are deleted, then the oldest ended one, and :class:`~mcp_sync.tasks.TaskStoreFull` is
+    raised only when every task still runs -- the memory and SQLite stores' rule, checked in
+    the same atomic script that writes the task.
+
     A Redis error (the server cannot be reached, a command timed out) is raised as
     :class:`~mcp_sync.errors.BusUnavailable`.
 
     Args:
         url: a Redis URL (``redis://host:port/db``); see ``redis.Redis.from_url``.
         prefix: the start of every key and of the change channel.
+        max_tasks: the most tasks the stores sharing ``url`` and ``prefix`` hold (give each
+            of them the same number: each checks its own against the shared count).
         max_connections: the bound of the command connection pool.
         socket_timeout: limit of one Redis command and of connecting, in seconds.
         subscribe_timeout: how long :meth:`watch` waits for the listener to be subscribed.
@@ -79,6 +93,7 @@ class RedisTaskStore(StoreBase):
         url: str = "redis://localhost:6379/0",
         *,
         prefix: str = "mcp_sync:tasks:",
+        max_tasks: int = DEFAULT_MAX_TASKS,
         max_connections: int = DEFAULT_MAX_CONNECTIONS,
         socket_timeout: float = 5.0,
         subscribe_timeout: float = 5.0,
@@ -94,7 +109,10 @@ class RedisTaskStore(StoreBase):
             ) from exc
         if not 0 < backoff_initial <= backoff_max:
             raise ValueError("need 0 < backoff_initial <= backoff_max")
+        if max_tasks < 1:
+            raise ValueError("max_tasks must be at least 1")
         super().__init__(clock=clock)
+        self.max_tasks = max_tasks
         self._redis_module: Any = redis
         self.url = url
         self.prefix = prefix
@@ -113,6 +131,8 @@ class RedisTaskStore(StoreBase):
         self._channel = prefix + "changes"
         self._seq_key = prefix + "seq"
         self._expiry_key = prefix + "expiry"
+        self._ended_key = prefix + "ended"
+        self._insert_script: Any = self._client.register_script(INSERT_SCRIPT)
         self._listener_lock = threading.Lock()
         self._listener: threading.Thread | None = None
         self._ending: list[threading.Thread] = []  # listeners told to end, not yet joined
@@ -139,18 +159,32 @@ class RedisTaskStore(StoreBase):
 
     def _insert(self, record: TaskRecord) -> None:
         end = expires_at(record)
+        px = _ms_left(end, record.created_at)
         with self._reaching():
-            position = int(self._client.incr(self._seq_key))
-            pipe = self._client.pipeline(transaction=True)
-            pipe.set(
-                self._task_key(record.task_id),
-                record_to_json(record),
-                px=_ms_left(end, record.created_at),
+            position = self._insert_script(
+                keys=[
+                    self._expiry_key,
+                    self._ended_key,
+                    self._seq_key,
+                    self._task_key(record.task_id),
+                    self._owner_key(record.owner),
+                ],
+                args=[
+                    self.max_tasks,
+                    repr(self._clock()),
+                    self.prefix,
+                    PURGE_BATCH,
+                    record_to_json(record),
+                    _index_member(record),
+                    "" if px is None else px,
+                    record.task_id,
+                    "+inf" if end is None else repr(end),
+                    int(record.terminal),
+                    repr(record.created_at),
+                ],
             )
-            pipe.zadd(self._owner_key(record.owner), {record.task_id: position})
-            if end is not None:
-                pipe.zadd(self._expiry_key, {_index_member(record): end})
-            pipe.execute()
+        if int(position) == FULL:
+            raise TaskStoreFull(f"the task store holds {self.max_tasks} running tasks")
 
     def _read(self, task_id: str) -> TaskRecord | None:
         with self._reaching():
@@ -185,6 +219,8 @@ class RedisTaskStore(StoreBase):
                     text = record_to_json(changed)
                     pipe.multi()
                     pipe.set(key, text, keepttl=True)
+                    if changed.terminal and not record.terminal:  # the oldest ended goes first
+                        pipe.zadd(self._ended_key, {_index_member(record): record.created_at})
                     pipe.publish(self._channel, text)
                     pipe.execute()
                     return changed, changed
@@ -196,6 +232,7 @@ class RedisTaskStore(StoreBase):
         pipe.delete(self._task_key(record.task_id))
         pipe.zrem(self._owner_key(record.owner), record.task_id)
         pipe.zrem(self._expiry_key, _index_member(record))
+        pipe.zrem(self._ended_key, _index_member(record))
 
     def _page(self, owner: str, before: int | None, limit: int) -> tuple[list[str], int | None]:
         with self._reaching():
@@ -227,8 +264,9 @@ class RedisTaskStore(StoreBase):
                 pipe.zrem(self._expiry_key, member)
                 pipe.delete(self._task_key(task_id))
                 pipe.zrem(self._owner_key(owner), task_id)
+                pipe.zrem(self._ended_key, member)
             replies = pipe.execute()
-        return sum(int(removed) for removed in replies[::3])
+        return sum(int(removed) for removed in replies[::4])
 
     def _close(self) -> None:
         self._stop_listener(force=True)

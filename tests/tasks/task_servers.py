@@ -31,16 +31,18 @@ STORES = ["memory", "sqlite", pytest.param("redis", marks=NEEDS_REDIS)]
 """The stores the protocol tests run on where the store matters."""
 
 
-def make_store(kind: str, tmp_path: Path, redis_url: str | None = None) -> TaskStore:
+def make_store(
+    kind: str, tmp_path: Path, redis_url: str | None = None, **options: Any
+) -> TaskStore:
     """A fresh store of ``kind``: ``"memory"``, ``"sqlite"`` (a file under ``tmp_path``) or
-    ``"redis"`` (keys of its own on the server at ``redis_url``)."""
+    ``"redis"`` (keys of its own on the server at ``redis_url``), given ``options``."""
     if kind == "memory":
-        return MemoryTaskStore()
+        return MemoryTaskStore(**options)
     if kind == "sqlite":
-        return SqliteTaskStore(tmp_path / "tasks.db")
+        return SqliteTaskStore(tmp_path / "tasks.db", **options)
     if kind == "redis":
         assert redis_url is not None
-        return RedisTaskStore(redis_url, prefix=f"t{uuid.uuid4().hex[:12]}:")
+        return RedisTaskStore(redis_url, prefix=f"t{uuid.uuid4().hex[:12]}:", **options)
     raise ValueError(kind)
 
 
@@ -53,11 +55,13 @@ def task_redis() -> Iterator[RedisServer]:
 
 
 @contextmanager
-def store_for(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[TaskStore]:
+def store_for(
+    request: pytest.FixtureRequest, tmp_path: Path, **options: Any
+) -> Iterator[TaskStore]:
     """The body of a test module's ``store`` fixture parametrized over :data:`STORES` (the
-    module imports :func:`task_redis` too)."""
+    module imports :func:`task_redis` too); ``options`` go to the store."""
     url = request.getfixturevalue("task_redis").url if request.param == "redis" else None
-    with make_store(request.param, tmp_path, url) as made:
+    with make_store(request.param, tmp_path, url, **options) as made:
         yield made
 
 

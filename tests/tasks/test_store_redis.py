@@ -3,6 +3,7 @@ down or restarted, and the one listener thread."""
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import threading
 from collections.abc import Iterator
@@ -15,7 +16,7 @@ from support.task_stores import NEEDS_REDIS, FakeClock, StoreMaker
 from support.waiting import WAIT, wait_event, wait_until
 
 from mcp_sync.errors import BusUnavailable
-from mcp_sync.tasks import RedisTaskStore, TaskRecord, redis_store
+from mcp_sync.tasks import RedisTaskStore, TaskRecord, TaskStoreFull, redis_store
 
 pytestmark = NEEDS_REDIS
 
@@ -189,3 +190,42 @@ def test_an_outage_is_one_warning_not_one_per_retry(
     warnings = [r for r in caplog.records if r.levelno >= logging.WARNING]
     assert len(warnings) == 1 and "lost the Redis connection" in warnings[0].message
     stop()
+
+
+def test_the_bound_keeps_every_index_within_max_tasks(
+    make: StoreMaker, redis_server: RedisServer
+) -> None:
+    """A dropped task leaves every key it had: the owner's list (``tasks/list`` pages walk
+    it), the expiry order, the ended set and the record."""
+    clock = FakeClock()
+    store = make(max_tasks=3, clock=clock)
+    for n in range(10):
+        task = store.create(owner=f"o{n % 2}", ttl_ms=60_000)
+        if n % 3 == 0:
+            store.cancel(task.task_id, owner=task.owner)
+        else:
+            store.finish(task.task_id, "completed", {"result": {}})
+    clock.advance(61)  # the three left have expired: the next creations drop them
+    for _ in range(2):
+        store.create(owner="o2", ttl_ms=60_000)
+    raw = redis.Redis.from_url(redis_server.url)
+    try:
+        owners = [raw.zcard(f"{make.prefix}owner:o{n}") for n in range(3)]
+        tasks = list(raw.scan_iter(f"{make.prefix}task:*"))
+        assert (owners, raw.zcard(f"{make.prefix}expiry")) == ([0, 0, 2], 2)
+        assert (len(tasks), raw.zcard(f"{make.prefix}ended")) == (2, 0)
+    finally:
+        raw.close()
+    assert len(store.list(owner="o2")[0]) == 2
+
+
+def test_a_task_without_a_ttl_counts_too(make: StoreMaker) -> None:
+    store = make(max_tasks=1)
+    assert isinstance(store, RedisTaskStore)
+    task = store.create(owner="a", ttl_ms=60_000)
+    store.finish(task.task_id, "completed", {"result": {}})
+    forever = dataclasses.replace(task, task_id="forever", ttl_ms=None, status="working")
+    store._insert(forever)  # as a record written by hand or restored would be
+    with pytest.raises(TaskStoreFull):
+        store.create(owner="a", ttl_ms=60_000)
+    assert store.get("forever", owner="a").ttl_ms is None

@@ -240,6 +240,30 @@ def test_pool_bound_refuses_a_task_beyond_it(store: TaskStore, gates: GateProbe)
         )
 
 
+@pytest.fixture(params=STORES)
+def one_task_store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[TaskStore]:
+    with store_for(request, tmp_path, max_tasks=1) as made:
+        yield made
+
+
+def test_a_full_task_store_refuses_a_task_with_an_internal_error(
+    one_task_store: TaskStore, gates: GateProbe
+) -> None:
+    """The store's bound, not the server's pool (16 handlers), refuses the second task."""
+    server = task_server(one_task_store, gates)
+    with connected(server) as conn:
+        first = conn.client.call_tool_as_task("slow", {"tag": "f1"}, timeout=WAIT)
+        with pytest.raises(McpError) as info:
+            conn.client.call_tool_as_task("slow", {"tag": "f2"}, timeout=WAIT)
+        assert info.value.code == -32603 and "task store is full" in info.value.message
+        assert [t.task_id for t in conn.client.list_tasks(timeout=WAIT)] == [first.task_id]
+        gates.release("f1")
+        first.result(timeout=WAIT)  # ended: the oldest ended task makes room for the next
+        gates.release("f3")
+        third = conn.client.call_tool_as_task("slow", {"tag": "f3"}, timeout=WAIT)
+        assert third.result(timeout=WAIT).content[0].text == "f3 done"
+
+
 def test_elicitation_during_a_task_goes_through_tasks_result(
     store: TaskStore, gates: GateProbe
 ) -> None:
