@@ -2,6 +2,9 @@
 (``conformance client --command "python tests/conformance/client.py"``): it connects to the
 server URL given as its last argument with mcp_sync's public API, lists the tools and calls
 the first one, then exits 0; a failure exits 1 with a one-line message on stderr.
+``Client.http`` negotiates as a user's client does (``server/discover`` first, 2026-07-28,
+then ``initialize`` on a server without it); the version agreed on is written to stderr as
+``protocol: VERSION`` (the suite keeps the client's stderr next to its ``checks.json``).
 
 The scenario comes in ``MCP_CONFORMANCE_SCENARIO``; ``MCP_CONFORMANCE_CONTEXT`` (JSON) may
 carry pre-registered credentials (``client_id``, ``client_secret``, ``issuer``). ``auth/*``
@@ -25,6 +28,8 @@ from mcp_sync.auth import OAuth, OAuthClientCredentials
 from mcp_sync.errors import AuthorizationError, ConnectionClosed, McpError
 
 CLIENT_METADATA_URL = "https://conformance-test.local/client-metadata.json"
+PROTOCOL_LINE = "protocol: "
+"""Starts the stderr line naming the protocol version agreed on with the server."""
 
 
 def play_browser(url: str) -> None:
@@ -73,6 +78,7 @@ def main() -> int:
     auth = make_auth(scenario) if scenario.startswith("auth/") else None
     try:
         with Client.http(url, auth=auth, default_timeout=30.0) as client:
+            print(f"{PROTOCOL_LINE}{client.protocol_version}", file=sys.stderr, flush=True)
             tools = client.list_tools()
             if tools:
                 try:

@@ -1,13 +1,17 @@
 """The official conformance suite's ``auth/*`` client scenarios (``conformance client``,
 pinned in ``tests/node/package-lock.json``) against ``tests/conformance/client.py``, which
-uses mcp_sync's public API (:mod:`mcp_sync.auth`).
+uses mcp_sync's public API (:mod:`mcp_sync.auth`) and negotiates as a user's client does.
 
-Every scenario runs at the 2025-11-25 wire (the initialize handshake): ``Client.http``
-speaks 2025-11-25 only for now, so the scenarios the suite tags 2026-07-28 only run there
-with ``--force`` (their authorization checks do not depend on the wire). Every check must
-pass (no FAILURE, no WARNING). :data:`NOT_PASSED` names the ``auth/*`` scenarios we do not
-run, and why; docs/conformance.rst lists the same (checked below), and a scenario the suite
-adds that is in neither list fails :func:`test_every_auth_scenario_is_run_or_excused`.
+Each scenario runs at every wire the suite tags it with (``--spec-version``, never
+``--force``): 2026-07-28 (``server/discover`` and stateless requests) and 2025-11-25 (the
+``initialize`` handshake, which the client falls back to after the suite's 2025-11-25
+server refuses ``server/discover``). A scenario on neither (an extension, a 2025-03-26
+one) runs at the suite's default, 2025-11-25. The client writes the version it agreed on to
+its stderr, which must be the wire of the run. Every check must pass (no FAILURE, no
+WARNING). :data:`NOT_PASSED` names the ``auth/*`` scenarios we do not run, and why;
+docs/conformance.rst lists the same (checked below), and a scenario the suite adds, or a
+wire it adds to a scenario, that is not here fails
+:func:`test_every_auth_scenario_is_run_or_excused`.
 """
 
 from __future__ import annotations
@@ -27,39 +31,64 @@ pytestmark = pytest.mark.interop
 CLIENT = f"{PYTHON} {TESTS / 'conformance' / 'client.py'}"
 LIMIT = 90.0
 SCENARIO_TIMEOUT_MS = 30_000
-WIRE = "2025-11-25"
+HANDSHAKE = "2025-11-25"
+MODERN = "2026-07-28"
+BOTH = (HANDSHAKE, MODERN)
+OFF_TIMELINE = ()
+"""No ``--spec-version``: the suite's server then speaks 2025-11-25."""
+DEFAULT_WIRE = HANDSHAKE
+PROTOCOL_LINE = "protocol: "
 
-PASSED = (
-    "auth/metadata-default",
-    "auth/metadata-var1",
-    "auth/metadata-var2",
-    "auth/metadata-var3",
-    "auth/basic-cimd",
-    "auth/scope-from-www-authenticate",
-    "auth/scope-from-scopes-supported",
-    "auth/scope-omitted-when-undefined",
-    "auth/scope-step-up",
+PASSED: dict[str, tuple[str, ...]] = {
+    "auth/metadata-default": BOTH,
+    "auth/metadata-var1": BOTH,
+    "auth/metadata-var2": BOTH,
+    "auth/metadata-var3": BOTH,
+    "auth/basic-cimd": BOTH,
+    "auth/scope-from-www-authenticate": BOTH,
+    "auth/scope-from-scopes-supported": BOTH,
+    "auth/scope-omitted-when-undefined": BOTH,
+    "auth/scope-step-up": BOTH,
+    "auth/scope-retry-limit": BOTH,
+    "auth/token-endpoint-auth-basic": BOTH,
+    "auth/token-endpoint-auth-post": BOTH,
+    "auth/token-endpoint-auth-none": BOTH,
+    "auth/pre-registration": BOTH,
+    "auth/resource-mismatch": (MODERN,),
+    "auth/offline-access-scope": (MODERN,),
+    "auth/offline-access-not-supported": (MODERN,),
+    "auth/authorization-server-migration": (MODERN,),
+    "auth/iss-supported": (MODERN,),
+    "auth/iss-not-advertised": (MODERN,),
+    "auth/iss-supported-missing": (MODERN,),
+    "auth/iss-wrong-issuer": (MODERN,),
+    "auth/iss-unexpected": (MODERN,),
+    "auth/iss-normalized": (MODERN,),
+    "auth/metadata-issuer-mismatch": (MODERN,),
+    "auth/client-credentials-basic": OFF_TIMELINE,
+    "auth/client-credentials-jwt": OFF_TIMELINE,
+    "auth/2025-03-26-oauth-metadata-backcompat": OFF_TIMELINE,
+}
+"""The ``auth/*`` client scenarios mcp_sync passes (every check), with the wires each runs
+at: those of 2025-11-25 and 2026-07-28 the suite tags it with."""
+
+REFUSED = {
     "auth/scope-retry-limit",
-    "auth/token-endpoint-auth-basic",
-    "auth/token-endpoint-auth-post",
-    "auth/token-endpoint-auth-none",
-    "auth/pre-registration",
     "auth/resource-mismatch",
-    "auth/offline-access-scope",
-    "auth/offline-access-not-supported",
-    "auth/authorization-server-migration",
-    "auth/iss-supported",
-    "auth/iss-not-advertised",
     "auth/iss-supported-missing",
     "auth/iss-wrong-issuer",
     "auth/iss-unexpected",
     "auth/iss-normalized",
     "auth/metadata-issuer-mismatch",
-    "auth/client-credentials-basic",
-    "auth/client-credentials-jwt",
-    "auth/2025-03-26-oauth-metadata-backcompat",
-)
-"""The ``auth/*`` client scenarios mcp_sync passes (every check)."""
+}
+"""The scenarios whose checks ask the client to refuse the authorization (an issuer, a
+resource or a scope it must not accept): it stops before agreeing on a protocol."""
+
+RUNS = [
+    pytest.param(scenario, wire, id=f"{scenario}@{wire or 'default'}")
+    for scenario, wires in PASSED.items()
+    for wire in wires or (None,)
+]
 
 NOT_PASSED = {
     "auth/2025-03-26-oauth-endpoint-fallback": "no metadata at all (the 2025-03-26 guess of "
@@ -86,13 +115,34 @@ def checks_of(out: Path) -> list[dict[str, Any]]:
     return found
 
 
-@pytest.mark.parametrize("scenario", PASSED)
+def methods_received(checks: list[dict[str, Any]]) -> list[str]:
+    """The methods of the requests the scenario's MCP server received, in order."""
+    found = (re.search(r"\(method: ([^)]+)\)", c.get("description", "")) for c in checks)
+    return [
+        m.group(1)
+        for c, m in zip(checks, found, strict=True)
+        if m and c["id"] == "incoming-request"
+    ]
+
+
+def agreed_versions(out: Path) -> list[str]:
+    """The versions the client wrote to its stderr (one per connection)."""
+    return [
+        line.removeprefix(PROTOCOL_LINE).strip()
+        for path in sorted(out.glob("**/stderr.txt"))
+        for line in path.read_text(encoding="utf-8").splitlines()
+        if line.startswith(PROTOCOL_LINE)
+    ]
+
+
+@pytest.mark.parametrize(("scenario", "wire"), RUNS)
 def test_the_client_passes_the_auth_scenario(
-    scenario: str, suite: list[str], tmp_path: Path
+    scenario: str, wire: str | None, suite: list[str], tmp_path: Path
 ) -> None:
     out = tmp_path / "results"
     argv = [*suite, "client", "--command", CLIENT, "--scenario", scenario]
-    argv += ["--spec-version", WIRE, "--force", "--timeout", str(SCENARIO_TIMEOUT_MS)]
+    argv += ["--spec-version", wire] if wire else []
+    argv += ["--timeout", str(SCENARIO_TIMEOUT_MS)]
     finished = run([*argv, "-o", str(out)], LIMIT)
     checks = checks_of(out)
     failing = [
@@ -103,6 +153,12 @@ def test_the_client_passes_the_auth_scenario(
     assert checks, finished.describe()
     assert not failing, "\n".join([*failing, finished.describe()])
     assert finished.code == 0, finished.describe()
+    methods = methods_received(checks)
+    assert methods[:1] == ["server/discover"], finished.describe()
+    agreed = set() if scenario in REFUSED else {wire or DEFAULT_WIRE}
+    assert set(agreed_versions(out)) == agreed, finished.describe()
+    handshake = agreed == {HANDSHAKE}
+    assert ("initialize" in methods) == handshake, finished.describe()
 
 
 def test_every_auth_scenario_is_run_or_excused(suite: list[str]) -> None:
@@ -110,8 +166,10 @@ def test_every_auth_scenario_is_run_or_excused(suite: list[str]) -> None:
     assert listed.code == 0, listed.describe()
     section = listed.stdout[listed.stdout.index("Client scenarios") :]
     section = section[: section.index("\n\n")] if "\n\n" in section else section
-    auth = set(re.findall(r"^\s+- (auth/\S+)", section, re.MULTILINE))
-    assert auth == set(PASSED) | set(NOT_PASSED)
+    tags = dict(re.findall(r"^\s+- (auth/\S+) \[([^\]]*)\]", section, re.MULTILINE))
+    assert set(tags) == set(PASSED) | set(NOT_PASSED)
+    wires = {s: tuple(w for w in BOTH if w in tags[s].split(",")) for s in PASSED}
+    assert wires == PASSED
 
 
 def test_the_docs_list_every_auth_scenario_not_passed() -> None:
