@@ -116,6 +116,8 @@ HTTP_SERVERS: dict[str, list[str]] = {
         "waitress",
         "--listen=127.0.0.1:{port}",
         "--threads=40",
+        # keep reading while a request runs: a closed stream is then seen at the next write
+        "--channel-request-lookahead=1",
         "sync_wsgi:app",
     ],
     "mcp_sync gunicorn": [
