@@ -604,9 +604,17 @@ class Endpoint:
     def _read_on_caller(self, call: PendingCall) -> None:
         """Let the transport read ``call``'s answer on this thread (see
         :class:`~mcp_sync.transports.base.CallerReadTransport`)."""
-        transport, request_id = self._caller_read, call.request_id
-        if transport is not None and request_id is not None:
-            transport.read_on_caller(request_id, self.receive_line, call.done)
+        transport, request = self._caller_read, call._request
+        if transport is None or request is None:
+            return
+
+        def settled() -> bool:
+            # the core's state, not done(): a canceller flips it under the registry lock,
+            # before its notifications/cancelled is queued -- which another thread may write
+            # (dropping the read) before the canceller settles the future
+            return request.state is not OutboundState.PENDING
+
+        transport.read_on_caller(request.id, self.receive_line, settled)
 
     def notify(
         self,

@@ -303,6 +303,42 @@ def test_a_read_never_claimed_is_dropped_by_the_cancel(served: Served) -> None:
     assert not probe.event("n").is_set()
 
 
+def test_a_cancel_written_by_another_thread_before_it_settles_leaves_no_mark(
+    served: Served,
+) -> None:
+    """The canceller queues notifications/cancelled under the registry lock and settles the
+    call after releasing it; another writer may flush that cancel (dropping the unread read)
+    and the caller look for its read in between. The caller must see the call as over (no
+    mark is left for a send that will never come)."""
+    url, probe, posts = served
+    with Client.http(url) as client:
+        endpoint, transport = client.endpoint, transport_of(client)
+        with caller_waits():
+            call = client.submit("tools/call", {"name": "touch", "arguments": {"tag": "m"}})
+        perform = endpoint._perform
+        interleaved: list[bool] = []
+
+        def between(actions: Any, *args: Any) -> None:
+            if not interleaved:
+                interleaved.append(True)
+                endpoint._flush(block=True)  # another writer: the cancel drops the read
+                call._read_here()  # the caller looks before the canceller settled
+            perform(actions, *args)
+
+        endpoint._perform = between  # type: ignore[method-assign]
+        try:
+            assert call.cancel()
+        finally:
+            endpoint._perform = perform  # type: ignore[method-assign]
+        assert interleaved
+        with pytest.raises(Cancelled):
+            call.result()
+        assert transport._caller_reads == {}
+        assert transport._flights == {}
+    assert posts.count("tools/call") == 0
+    assert not probe.event("m").is_set()
+
+
 def test_a_2025_blocking_call_keeps_its_reader_and_leaves_nothing(served: Served) -> None:
     url, _probe, _posts = served
     with legacy_http(url) as client:
