@@ -526,7 +526,7 @@ class HttpClientTransport:
         content_type = response.headers.get("content-type", "")
         if content_type.startswith("text/event-stream"):
             parser = SseParser(self._max_event_bytes)
-            outcome = self._consume(response, parser, request_id, deliver)
+            outcome = self._consume(response, parser, request_id, deliver, flight.finish)
             if outcome is True or flight.cancelled:
                 return
             if isinstance(outcome, Oversize):
@@ -537,7 +537,7 @@ class HttpClientTransport:
                 ConnectionClosed(f"the answer stream of {meta.method} ended without its answer"),
             )
         elif content_type.startswith("application/json") or (status == 200 and not content_type):
-            self._read_json(response, request_id, deliver)
+            self._read_json(response, request_id, deliver, flight.finish)
         else:
             response.close()
             self._fail_one(
@@ -664,10 +664,15 @@ class HttpClientTransport:
             self._read_json(response, request_id)
 
     def _read_json(
-        self, response: Any, request_id: Any, deliver: Callable[[bytes], None] | None = None
+        self,
+        response: Any,
+        request_id: Any,
+        deliver: Callable[[bytes], None] | None = None,
+        close: Callable[[Any], None] | None = None,
     ) -> None:
         """Read a JSON answer of at most ``max_response_bytes`` into the inbox; a larger one
-        fails its call (the rest is not read)."""
+        fails its call (the rest is not read). ``close(response)`` closes it (a 2026-07-28
+        request's :meth:`~.client_flight.Flight.finish`)."""
         limit = self._max_response_bytes
         chunks: list[bytes] = []
         size = 0
@@ -683,7 +688,10 @@ class HttpClientTransport:
                         break
                     chunks.append(chunk)
         finally:
-            response.close()
+            if close is not None:
+                close(response)
+            else:
+                response.close()
         if size > limit:
             _log.warning("dropped a JSON answer over max_response_bytes (%d)", limit)
             self._fail_one(
@@ -914,6 +922,7 @@ class HttpClientTransport:
         parser: SseParser,
         answer_to: Any = None,
         deliver: Callable[[bytes], None] | None = None,
+        close: Callable[[Any], None] | None = None,
     ) -> bool | Oversize:
         """Feed one SSE response into the inbox. True if it ended normally and, when
         ``answer_to`` is a request id, carried the answer to that request (or broke after
@@ -948,7 +957,10 @@ class HttpClientTransport:
         finally:
             with self._lock:
                 self._responses.discard(response)
-            response.close()  # unread body left: httpx closes that connection
+            if close is not None:
+                close(response)
+            else:
+                response.close()  # unread body left: httpx closes that connection
 
     def _read_stream(self, response: Any, request_id: Any) -> None:
         parser = SseParser(self._max_event_bytes)

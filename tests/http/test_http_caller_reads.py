@@ -339,6 +339,57 @@ def test_a_cancel_written_by_another_thread_before_it_settles_leaves_no_mark(
     assert not probe.event("m").is_set()
 
 
+def test_blocking_calls_cancelled_at_random_moments_each_end_once_and_leave_nothing(
+    served: Served,
+) -> None:
+    """Blocking calls on six threads, each cancelled from a timer at a random moment --
+    before its POST, while the caller reads, after the answer: each ends with its result or
+    Cancelled, and no read, mark or flight is left behind."""
+    import random
+    import sys
+
+    url, _probe, _posts = served
+    outcomes: list[str] = []
+    lock = threading.Lock()
+    previous = sys.getswitchinterval()
+    sys.setswitchinterval(1e-5)
+    try:
+        with Client.http(url, max_workers=8) as client:
+
+            def worker(index: int) -> None:
+                rng = random.Random(index)
+                for _ in range(12):
+                    token = CancelToken()
+                    timer = threading.Timer(rng.random() * 0.04, token.cancel)
+                    timer.start()
+                    try:
+                        text = (
+                            client.call_tool("echo", {"text": "done"}, cancel_token=token)
+                            .content[0]
+                            .text
+                        )
+                    except Cancelled:
+                        text = "Cancelled"
+                    finally:
+                        timer.join(WAIT)
+                    with lock:
+                        outcomes.append(text)
+
+            threads = [threading.Thread(target=worker, args=(i,)) for i in range(6)]
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join(WAIT * 4)
+            transport = transport_of(client)
+            assert transport._caller_reads == {}
+            assert transport._flights == {}
+            assert client.endpoint.in_flight() == (0, 0)
+    finally:
+        sys.setswitchinterval(previous)
+    assert len(outcomes) == 72
+    assert set(outcomes) <= {"done", "Cancelled"}
+
+
 def test_a_2025_blocking_call_keeps_its_reader_and_leaves_nothing(served: Served) -> None:
     url, _probe, _posts = served
     with legacy_http(url) as client:
