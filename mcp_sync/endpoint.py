@@ -21,6 +21,7 @@ thread is in the middle of a write, that thread writes it too.
 from __future__ import annotations
 
 import concurrent.futures
+import dataclasses
 import logging
 import threading
 import time
@@ -33,6 +34,7 @@ from typing import Any
 from typing_extensions import Unpack
 
 from . import deadlines
+from ._caller_waits import caller_waits, take_caller_waits
 from ._waiting import wait_sliced
 from .call_options import USE_CLIENT_DEFAULT, CallOptions, ProgressCallback, resolve_timeout
 from .cancel import CancelToken
@@ -72,7 +74,13 @@ from .protocol import (
     Send,
     Settle,
 )
-from .transports.base import OutboundMeta, RoutingTransport, Transport, describe_outbound
+from .transports.base import (
+    CallerReadTransport,
+    OutboundMeta,
+    RoutingTransport,
+    Transport,
+    describe_outbound,
+)
 from .workers import MAX_QUEUED_CALLBACKS, CallbackThread, WorkerPool
 
 __all__ = [
@@ -161,6 +169,8 @@ class PendingCall(concurrent.futures.Future):  # type: ignore[type-arg]
         self._done_gate.acquire()
         self._decode: Callable[[Any], Any] | None = None
         self._decoded: tuple[Any, BaseException | None] | None = None
+        # the caller reads the answer itself, on the first wait (see _read_here)
+        self._caller_reads = False
 
     def decode_result_with(self, decode: Callable[[Any], Any]) -> PendingCall:
         """Make :meth:`result` return ``decode(raw_result)`` (computed once, on first use;
@@ -210,12 +220,31 @@ class PendingCall(concurrent.futures.Future):  # type: ignore[type-arg]
     def _wait_done(self, timeout: float | None) -> bool:
         """Sliced wait until done; returns done(). KeyboardInterrupt cancels the call."""
         if self.done():
+            self._read_here()  # settled before it was read: the transport drops the read
             return True
         callbacks = self._endpoint._callbacks
         if callbacks.is_current():  # a callback waits for the reader: it must not wait for us
             with callbacks.waiting_for_reply():
+                self._read_here()
                 return self._wait_gate(timeout)
+        self._read_here()
         return self._wait_gate(timeout)
+
+    def _read_here(self) -> None:
+        """Read the answer on this thread when the call was sent by a blocking method to a
+        transport that lets the caller read (claimed once: a second waiter just waits).
+        KeyboardInterrupt inside the read cancels the call, then propagates."""
+        if not self._caller_reads:
+            return
+        with self._condition:
+            claimed, self._caller_reads = self._caller_reads, False
+        if not claimed:
+            return
+        try:
+            self._endpoint._read_on_caller(self)
+        except KeyboardInterrupt:
+            self.cancel("interrupted")
+            raise
 
     def _wait_gate(self, timeout: float | None) -> bool:
         gate = self._done_gate
@@ -388,6 +417,9 @@ class Endpoint:
             data
         )
         self._inbound_cancelled: Callable[[RequestId], Any] | None = None
+        self._caller_read: CallerReadTransport | None = (
+            transport if isinstance(transport, CallerReadTransport) else None
+        )
         if isinstance(transport, RoutingTransport):  # routes by message (HTTP, batches)
             routing: RoutingTransport = transport
             self._write = lambda data, meta: routing.send(data, meta)
@@ -517,6 +549,7 @@ class Endpoint:
         future._reset_on_progress = reset_timeout_on_progress and timeout is not None
         future._on_progress = on_progress
         future._related = related_request
+        caller_reads = self._caller_read is not None and take_caller_waits()
         start = time.monotonic()
         if max_total_timeout is not None:
             future._hard_end = start + max_total_timeout
@@ -529,11 +562,12 @@ class Endpoint:
                 with_progress=on_progress is not None or future._reset_on_progress,
             )
             try:
-                self._queue_sends(actions, related_request)
+                self._queue_sends(actions, related_request, caller_reads=caller_reads)
             except ValueError:  # params nested too deep to encode: nothing was queued
                 self._core.abandon(request)
                 raise
             future._request = request
+            future._caller_reads = caller_reads
             delay = self._initial_delay(timeout, max_total_timeout)
             if delay is not None:
                 future._deadline = deadlines.schedule(delay, future._on_deadline)
@@ -559,8 +593,28 @@ class Endpoint:
         self, method: str, params: dict[str, Any] | None = None, **options: Unpack[CallOptions]
     ) -> Any:
         """Send a request and block for its raw result (see :meth:`submit` and
-        :meth:`PendingCall.result`). ``KeyboardInterrupt`` cancels it on the wire."""
-        return self.submit(method, params, **options).result()
+        :meth:`PendingCall.result`). ``KeyboardInterrupt`` cancels it on the wire.
+
+        Over a transport that allows it (Streamable HTTP at 2026-07-28) the answer is read
+        on this thread: no other thread takes part in the call."""
+        with caller_waits():
+            call = self.submit(method, params, **options)
+        return call.result()
+
+    def _read_on_caller(self, call: PendingCall) -> None:
+        """Let the transport read ``call``'s answer on this thread (see
+        :class:`~mcp_sync.transports.base.CallerReadTransport`)."""
+        transport, request = self._caller_read, call._request
+        if transport is None or request is None:
+            return
+
+        def settled() -> bool:
+            # the core's state, not done(): a canceller flips it under the registry lock,
+            # before its notifications/cancelled is queued -- which another thread may write
+            # (dropping the read) before the canceller settles the future
+            return request.state is not OutboundState.PENDING
+
+        transport.read_on_caller(request.id, self.receive_line, settled)
 
     def notify(
         self,
@@ -894,16 +948,23 @@ class Endpoint:
             self._flush(block=True)
 
     # -- writing ----------------------------------------------------------------------------
-    def _queue_sends(self, actions: list[Action], related: RequestId | None = None) -> None:
+    def _queue_sends(
+        self, actions: list[Action], related: RequestId | None = None, *, caller_reads: bool = False
+    ) -> None:
         """Append every Send to the outbox, in order. Called with the registry lock held.
 
         A response relates to the request it answers; anything else to ``related``.
+        ``caller_reads``: the request sent is read by its caller
+        (:attr:`~mcp_sync.transports.base.OutboundMeta.caller_reads`).
         """
         for action in actions:
             if isinstance(action, Send):
                 message = action.message
                 data = message if isinstance(message, bytes) else encode(message)
-                self._outbox.append((data, describe_outbound(message, related)))
+                meta = describe_outbound(message, related)
+                if caller_reads and meta.kind == "request":
+                    meta = dataclasses.replace(meta, caller_reads=True)
+                self._outbox.append((data, meta))
 
     def _flush(self, block: bool) -> None:
         """Write the outbox. With ``block=False`` return at once if another thread is writing

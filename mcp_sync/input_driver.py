@@ -149,6 +149,18 @@ class InputRoundsCall(PendingCall):
         """How many ``input_required`` answers were taken so far."""
         return self._rounds
 
+    def _read_here(self) -> None:
+        """The caller reads the answer of the round in flight, if a blocking method sent it
+        (later rounds are sent by a worker and read by the transport's own threads)."""
+        current = self._round
+        if current is None:
+            return
+        try:
+            current._read_here()
+        except KeyboardInterrupt:
+            self.cancel("interrupted")
+            raise
+
     def running(self) -> bool:
         """True from the first round until the call has its outcome."""
         return self._round is not None and not self.done()

@@ -34,6 +34,7 @@ class Flight:
         self._lock = threading.Lock()
         self.cancelled = False
         self.body_sent = False
+        self._finished = False  # the answer was read: the connection may serve another request
         self._stream: Any = None
         self._response: Any = None
 
@@ -66,18 +67,28 @@ class Flight:
             setattr(self, slot, value)
             return True
 
+    def finish(self, response: Any) -> None:
+        """Close ``response``, whose answer was read: its connection may go back to the
+        pool and carry another request, so from now on a cancel shuts nothing down."""
+        with self._lock:
+            self._finished = True
+        response.close()
+
     def cancel(self) -> None:
-        """Close the request's stream now, from any thread (idempotent)."""
+        """Close the request's stream now, from any thread (idempotent); nothing once the
+        answer was read (:meth:`finish`)."""
         with self._lock:
             if self.cancelled:
                 return
             self.cancelled = True
+            if self._finished:
+                return
             stream, response = self._stream, self._response
-        if response is not None:
-            network = response.extensions.get("network_stream")
-            stream = network if network is not None else stream
-        if stream is not None:
-            _shutdown(stream)
+            if response is not None:
+                network = response.extensions.get("network_stream")
+                stream = network if network is not None else stream
+            if stream is not None:
+                _shutdown(stream)  # under the lock: finish() cannot hand the connection on first
         if response is not None:
             try:
                 response.close()

@@ -268,6 +268,8 @@ class HttpClientTransport:
         self._receive: Callable[[bytes], None] | None = None
         self._modern_sent = False  # a 2026-07-28 request went out (and no initialize yet)
         self._readers = ReaderPool()  # 2026-07-28 requests: reused threads (client_readers)
+        # reads left to the caller that waits (read_on_caller), or its mark that it came first
+        self._caller_reads: dict[tuple[type, Any], _CallerRead | str] = {}
         self.tool_headers = ToolHeaders()
         """The ``x-mcp-header`` annotations learnt from ``tools/list`` answers."""
 
@@ -313,6 +315,8 @@ class HttpClientTransport:
             if routing is not None:
                 self._send_modern(data, meta, routing)
                 return
+        if meta.caller_reads:
+            self._read_elsewhere(meta.request_id)
         if method == "notifications/cancelled" and self._modern_cancel(meta.cancelled_request_id):
             return  # at 2026-07-28 closing the request's stream is its cancellation
         if method == "initialize":
@@ -349,17 +353,89 @@ class HttpClientTransport:
 
     def _send_modern(self, data: bytes, meta: OutboundMeta, routing: dict[str, str]) -> None:
         """Start a 2026-07-28 request: POSTed with its routing headers by a thread that reads
-        its answer; its stream is tracked so that a cancel can close it."""
+        its answer -- the caller's own when it waits for it (:meth:`read_on_caller`), else a
+        reader of the pool; its stream is tracked so that a cancel can close it."""
         key = _key(meta.request_id)
         flight = Flight()
         self._modern_sent = True
+
+        def read(deliver: Callable[[bytes], None]) -> None:
+            self._post_modern(data, meta, routing, flight, deliver)
+
         with self._lock:
             if key is not None:
+                if meta.caller_reads and self._caller_reads.pop(key, None) is None:
+                    # the caller has not looked yet: the read is its to run
+                    if self._closed.is_set():
+                        raise ConnectionClosed("the HTTP transport is closed")
+                    self._caller_reads[key] = _CallerRead(meta.request_id, flight, read)
+                    self._flights[key] = flight
+                    if meta.method == "tools/list":
+                        self._tool_lists.add(key)
+                    return
                 self._flights[key] = flight
                 if meta.method == "tools/list":
                     self._tool_lists.add(key)
-        if not self._readers.submit(lambda: self._post_modern(data, meta, routing, flight)):
+        if not self._readers.submit(lambda: read(self._deliver_modern)):
             raise ConnectionClosed("the HTTP transport is closed")
+
+    def _read_elsewhere(self, request_id: Any) -> None:
+        """A request sent with the caller-reads hint that is not read by its caller (a
+        2025-11-25 request): note it, so that the caller's claim returns at once."""
+        key = _key(request_id)
+        with self._lock:
+            if key is not None and self._caller_reads.pop(key, None) is None:
+                self._caller_reads[key] = _ELSEWHERE
+
+    def read_on_caller(
+        self,
+        request_id: RequestId,
+        receive: Callable[[bytes], None],
+        settled: Callable[[], bool],
+    ) -> bool:
+        """Run the read of a 2026-07-28 request sent with the caller-reads hint on this
+        thread: POST it, read its answer (JSON or SSE) and hand every message to
+        ``receive`` (the endpoint's ``receive_line``). Claimed once, under the transport's
+        lock: when the request was not sent yet, a mark makes the send give the read to a
+        reader thread instead. False, at once, unless the read ran here (see
+        :class:`~mcp_sync.transports.base.CallerReadTransport`). Anything raised inside the
+        read (``KeyboardInterrupt``) closes the request's stream, then propagates."""
+        key = _key(request_id)
+        if key is None:
+            return False
+        with self._lock:
+            entry = self._caller_reads.pop(key, None)
+            if entry is None:
+                # not sent yet (or dropped by a cancel, which settled the call first)
+                if not settled() and not self._closed.is_set():
+                    self._caller_reads[key] = _POOL
+                return False
+            if not isinstance(entry, _CallerRead):
+                return False
+            if settled():  # cancelled, timed out or failed before it was read: nothing to do
+                self._forget(key)
+                return False
+
+        def deliver(data: bytes) -> None:
+            if self._tool_lists:
+                data = self._learn_tools(data)
+            try:
+                receive(data)
+            except Exception:  # one bad message must not end the read (as in the endpoint)
+                _log.exception("failed to process a message from %s", self.url)
+
+        try:
+            entry.read(deliver)
+        except BaseException:
+            entry.flight.cancel()  # no response is left half read on the connection
+            raise
+        return True
+
+    def _forget(self, key: tuple[type, Any]) -> None:
+        """Drop what is kept for the request ``key`` (with the transport lock held)."""
+        self._flights.pop(key, None)
+        self._cancelled.discard(key)
+        self._tool_lists.discard(key)
 
     def _modern_cancel(self, request_id: Any) -> bool:
         """Cancel the 2026-07-28 request ``request_id`` by closing its stream (at once, with
@@ -370,15 +446,26 @@ class HttpClientTransport:
             flight = self._flights.get(key) if key is not None else None
             if flight is None:
                 return self._modern_sent and self._initialize_key is None
-            self._cancelled.add(key)  # type: ignore[arg-type]
+            assert key is not None
+            self._cancelled.add(key)
+            if isinstance(self._caller_reads.get(key), _CallerRead):
+                # its caller has not run the read yet: it never will, nothing was posted
+                del self._caller_reads[key]
+                self._forget(key)
         flight.cancel()
         return True
 
     def _post_modern(
-        self, data: bytes, meta: OutboundMeta, routing: dict[str, str], flight: Flight
+        self,
+        data: bytes,
+        meta: OutboundMeta,
+        routing: dict[str, str],
+        flight: Flight,
+        deliver: Callable[[bytes], None],
     ) -> None:
-        """Thread body: POST one 2026-07-28 request and read its answer (no resumption:
-        a stream that ends without the answer fails this call only)."""
+        """POST one 2026-07-28 request and read its answer, handing each message to
+        ``deliver`` (no resumption: a stream that ends without the answer fails this call
+        only). Runs on a reader thread, or on the caller's (:meth:`read_on_caller`)."""
         httpx = _httpx()
         request_id = meta.request_id
         key = _key(request_id)
@@ -407,7 +494,7 @@ class HttpClientTransport:
             if not flight.attach_response(response):
                 _abort(response)
                 return
-            self._answer_modern(response, meta, flight)
+            self._answer_modern(response, meta, flight, deliver)
         except Exception as exc:
             if not flight.cancelled and not self._closed.is_set():
                 self._fail_one(request_id, ConnectionClosed(f"reading the answer failed: {exc}"))
@@ -418,7 +505,9 @@ class HttpClientTransport:
                     self._cancelled.discard(key)
                     self._tool_lists.discard(key)
 
-    def _answer_modern(self, response: Any, meta: OutboundMeta, flight: Flight) -> None:
+    def _answer_modern(
+        self, response: Any, meta: OutboundMeta, flight: Flight, deliver: Callable[[bytes], None]
+    ) -> None:
         """Route a 2026-07-28 answer: an HTTP error fails the call (with the JSON-RPC error
         its body carries, if any), JSON and SSE bodies go to the inbox, anything else (an
         HTML page, say) fails the call with :class:`~mcp_sync.errors.HttpError`."""
@@ -437,7 +526,7 @@ class HttpClientTransport:
         content_type = response.headers.get("content-type", "")
         if content_type.startswith("text/event-stream"):
             parser = SseParser(self._max_event_bytes)
-            outcome = self._consume(response, parser, request_id, self._deliver_modern)
+            outcome = self._consume(response, parser, request_id, deliver, flight.finish)
             if outcome is True or flight.cancelled:
                 return
             if isinstance(outcome, Oversize):
@@ -448,7 +537,7 @@ class HttpClientTransport:
                 ConnectionClosed(f"the answer stream of {meta.method} ended without its answer"),
             )
         elif content_type.startswith("application/json") or (status == 200 and not content_type):
-            self._read_json(response, request_id, self._deliver_modern)
+            self._read_json(response, request_id, deliver, flight.finish)
         else:
             response.close()
             self._fail_one(
@@ -575,10 +664,15 @@ class HttpClientTransport:
             self._read_json(response, request_id)
 
     def _read_json(
-        self, response: Any, request_id: Any, deliver: Callable[[bytes], None] | None = None
+        self,
+        response: Any,
+        request_id: Any,
+        deliver: Callable[[bytes], None] | None = None,
+        close: Callable[[Any], None] | None = None,
     ) -> None:
         """Read a JSON answer of at most ``max_response_bytes`` into the inbox; a larger one
-        fails its call (the rest is not read)."""
+        fails its call (the rest is not read). ``close(response)`` closes it (a 2026-07-28
+        request's :meth:`~.client_flight.Flight.finish`)."""
         limit = self._max_response_bytes
         chunks: list[bytes] = []
         size = 0
@@ -594,7 +688,10 @@ class HttpClientTransport:
                         break
                     chunks.append(chunk)
         finally:
-            response.close()
+            if close is not None:
+                close(response)
+            else:
+                response.close()
         if size > limit:
             _log.warning("dropped a JSON answer over max_response_bytes (%d)", limit)
             self._fail_one(
@@ -676,6 +773,15 @@ class HttpClientTransport:
             responses = list(self._responses)
             threads = list(self._threads)
             flights = [*self._flights.values(), *self._legacy_flights]
+            unread = [
+                entry for entry in self._caller_reads.values() if isinstance(entry, _CallerRead)
+            ]
+            self._caller_reads.clear()
+        for entry in unread:  # left to callers that never ran them: nothing was posted
+            self._fail_one(
+                entry.request_id,
+                ConnectionClosed("the HTTP transport closed before the request was sent"),
+            )
         for flight in flights:  # requests in flight: close their streams
             flight.cancel()
         for response in responses:
@@ -816,6 +922,7 @@ class HttpClientTransport:
         parser: SseParser,
         answer_to: Any = None,
         deliver: Callable[[bytes], None] | None = None,
+        close: Callable[[Any], None] | None = None,
     ) -> bool | Oversize:
         """Feed one SSE response into the inbox. True if it ended normally and, when
         ``answer_to`` is a request id, carried the answer to that request (or broke after
@@ -850,7 +957,10 @@ class HttpClientTransport:
         finally:
             with self._lock:
                 self._responses.discard(response)
-            response.close()  # unread body left: httpx closes that connection
+            if close is not None:
+                close(response)
+            else:
+                response.close()  # unread body left: httpx closes that connection
 
     def _read_stream(self, response: Any, request_id: Any) -> None:
         parser = SseParser(self._max_event_bytes)
@@ -1011,6 +1121,24 @@ class HttpClientTransport:
 
 
 _MODERN_MARK = PROTOCOL_VERSION_KEY.encode()
+
+_POOL = "pool"
+"""The mark of a caller that came to read before its request was sent: the send hands the
+read to a reader thread."""
+
+_ELSEWHERE = "elsewhere"
+"""The note of a request sent with the caller-reads hint that its caller does not read."""
+
+
+@dataclass(frozen=True)
+class _CallerRead:
+    """The read of one 2026-07-28 request, kept for the caller that waits for it."""
+
+    request_id: Any
+    flight: Flight
+    read: Callable[[Callable[[bytes], None]], None]
+    """``read(deliver)``: POST the request and hand every message of its answer to
+    ``deliver``."""
 
 
 def _params_of(data: bytes) -> Any:

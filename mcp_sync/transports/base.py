@@ -31,6 +31,7 @@ from ..protocol import CANCELLED_METHOD
 __all__ = [
     "Transport",
     "RoutingTransport",
+    "CallerReadTransport",
     "HandshakeOnlyTransport",
     "OutboundMeta",
     "MessageKind",
@@ -123,6 +124,9 @@ class OutboundMeta:
     whose behalf a request or notification is sent (progress, a log message, sampling)."""
     cancelled_request_id: RequestId | None = None
     """For ``notifications/cancelled``: the request it cancels."""
+    caller_reads: bool = False
+    """For a request: its caller is about to block for the answer and will read it itself
+    (:class:`CallerReadTransport`), so the transport need not hand it to a thread of its own."""
 
     @classmethod
     def of_line(cls, data: bytes) -> OutboundMeta:
@@ -174,6 +178,33 @@ class RoutingTransport(Transport, Protocol):
 
     def bind_call_failure(self, fail_call: FailCall) -> None:
         """Called once by the endpoint with the function that fails one outbound call."""
+        ...
+
+
+@runtime_checkable
+class CallerReadTransport(Protocol):
+    """A transport that lets the thread waiting for a request's answer read it.
+
+    A request sent with :attr:`OutboundMeta.caller_reads` is not read by the transport's
+    own threads at once: the transport keeps the job of reading it until the caller claims
+    it with :meth:`read_on_caller` (the blocking calls do so before they wait). The claim is
+    a handshake under the transport's lock, whichever comes first: a caller that finds the
+    job runs it; a caller that comes before the request was sent leaves a mark, and the
+    send then reads the answer on a thread of the transport's own, as without the hint.
+    """
+
+    def read_on_caller(
+        self,
+        request_id: RequestId,
+        receive: Callable[[bytes], None],
+        settled: Callable[[], bool],
+    ) -> bool:
+        """Claim the read of ``request_id``'s answer and run it on this thread, handing
+        each message read to ``receive``; True if it ran here. False, at once, when the
+        transport reads it (or did) on its own: the request was not sent yet (the send will
+        hand it over), went another way, or the call is ``settled()`` already (nothing to
+        read). Exceptions raised inside the read (``KeyboardInterrupt``) close the request's
+        stream, then propagate."""
         ...
 
 

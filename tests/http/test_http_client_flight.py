@@ -1,0 +1,79 @@
+"""A 2026-07-28 request's Flight shuts its connection down on cancel -- but never once its
+answer was read: the connection is back in the pool by then, perhaps carrying the next
+request, which a late shutdown would break ("Server disconnected without sending a
+response")."""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from mcp_sync.http import client_flight
+from mcp_sync.http.client_flight import Flight
+
+
+class Stream:
+    """A network stream over one end of a socket pair."""
+
+    def __init__(self, sock: socket.socket) -> None:
+        self.sock = sock
+
+    def get_extra_info(self, name: str) -> Any:
+        return self.sock if name == "socket" else None
+
+
+class Response:
+    def __init__(self) -> None:
+        self.extensions: dict[str, Any] = {}
+        self.closed = False
+
+    def close(self) -> None:
+        self.closed = True
+
+
+@pytest.fixture
+def pair() -> Iterator[tuple[socket.socket, socket.socket]]:
+    ours, theirs = socket.socketpair()
+    theirs.settimeout(5.0)
+    try:
+        yield ours, theirs
+    finally:
+        ours.close()
+        theirs.close()
+
+
+def in_flight(sock: socket.socket) -> tuple[Flight, Response]:
+    """A flight whose request was written on ``sock`` and whose answer's headers came."""
+    flight = Flight()
+    trace = flight.trace()
+    trace("http11.send_request_headers.started", {})
+    client_flight._local.stream = Stream(sock)  # what the tracking backend notes on write
+    trace("http11.send_request_headers.complete", {})
+    response = Response()
+    assert flight.attach_response(response)
+    return flight, response
+
+
+def test_a_cancel_shuts_the_connection_of_a_request_in_flight_down(
+    pair: tuple[socket.socket, socket.socket],
+) -> None:
+    ours, theirs = pair
+    flight, response = in_flight(ours)
+    flight.cancel()
+    assert theirs.recv(1) == b""  # shut down: the peer sees the end
+    assert response.closed
+
+
+def test_a_cancel_after_the_answer_was_read_leaves_the_connection_alone(
+    pair: tuple[socket.socket, socket.socket],
+) -> None:
+    ours, theirs = pair
+    flight, response = in_flight(ours)
+    flight.finish(response)  # the answer is read: the connection goes back to the pool
+    assert response.closed
+    flight.cancel()
+    ours.sendall(b"next request")
+    assert theirs.recv(12) == b"next request"
