@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import socket
 import threading
+from collections.abc import Iterator
 from typing import Any
 
 from ..errors import Cancelled
@@ -57,7 +58,13 @@ class Flight:
 
     def attach_response(self, response: Any) -> bool:
         """Note the response (its headers arrived); False if the request was cancelled
-        already (the caller closes it)."""
+        already (the caller closes it).
+
+        The response's byte stream is wrapped so that the request counts as finished
+        *before* its connection can go back to the pool: httpx closes a response by itself
+        once its body is read to the end, and that close hands the connection on. A cancel
+        that came after it would shut down a connection already carrying another request."""
+        response.stream = _release_guard(response.stream, self)
         return self._attach("_response", response)
 
     def _attach(self, slot: str, value: Any) -> bool:
@@ -94,6 +101,24 @@ class Flight:
                 response.close()
             except Exception:
                 pass
+
+
+def _release_guard(stream: Any, flight: Flight) -> Any:
+    """``stream`` (an httpx ``SyncByteStream``) whose ``close()`` marks ``flight`` finished
+    before the connection is released, under the flight's lock (see
+    :meth:`Flight.attach_response`)."""
+    import httpx
+
+    class ReleaseGuard(httpx.SyncByteStream):
+        def __iter__(self) -> Iterator[bytes]:
+            return iter(stream)
+
+        def close(self) -> None:
+            with flight._lock:
+                flight._finished = True  # a cancel from now on shuts nothing down
+            stream.close()
+
+    return ReleaseGuard()
 
 
 def _shutdown(stream: Any) -> None:

@@ -5,11 +5,15 @@ response")."""
 
 from __future__ import annotations
 
+import select
 import socket
 from collections.abc import Iterator
 from typing import Any
 
+import httpx
 import pytest
+from support.http import run_waitress
+from support.waiting import WAIT
 
 from mcp_sync.http import client_flight
 from mcp_sync.http.client_flight import Flight
@@ -28,6 +32,7 @@ class Stream:
 class Response:
     def __init__(self) -> None:
         self.extensions: dict[str, Any] = {}
+        self.stream: Any = None  # wrapped by attach_response; never read here
         self.closed = False
 
     def close(self) -> None:
@@ -77,3 +82,35 @@ def test_a_cancel_after_the_answer_was_read_leaves_the_connection_alone(
     flight.cancel()
     ours.sendall(b"next request")
     assert theirs.recv(12) == b"next request"
+
+
+def _hello(environ: dict[str, Any], start_response: Any) -> list[bytes]:
+    environ["wsgi.input"].read()
+    start_response("200 OK", [("Content-Type", "text/plain"), ("Content-Length", "5")])
+    return [b"hello"]
+
+
+def test_a_cancel_after_httpx_released_the_connection_by_itself_leaves_it_alone() -> None:
+    """httpx closes a response read to its end by itself, and that close puts the connection
+    back in the pool -- before the reader can call finish(). A cancel in that gap used to
+    shut down a connection that may already carry the next request."""
+    base, stop = run_waitress(_hello)  # keep-alive HTTP/1.1: the connection is pooled
+    try:
+        with httpx.Client(transport=client_flight.tracking_transport(httpx), timeout=WAIT) as http:
+            flight = Flight()
+            request = http.build_request(
+                "POST", base + "/", content=b"x", extensions={"trace": flight.trace()}
+            )
+            response = http.send(request, stream=True)
+            assert flight.attach_response(response)
+            sock = response.extensions["network_stream"].get_extra_info("socket")
+            assert b"".join(response.iter_bytes()) == b"hello"
+            assert response.is_closed  # closed by httpx: the connection is back in the pool
+            flight.cancel()  # comes late: the request has its answer
+            readable, _, _ = select.select([sock], [], [], 0)
+            assert not readable, "the pooled connection was shut down by a late cancel"
+            again = http.post(base + "/", content=b"y")
+            assert again.text == "hello"
+            assert again.extensions["network_stream"].get_extra_info("socket") is sock
+    finally:
+        stop()
