@@ -190,3 +190,41 @@ def test_wait_for_event_returns_each_undelivered_event_once():
     stream.end()
     assert stream.wait_for_event(WAIT) is None  # ended without one
     assert [d for _, _, d in parse(list(stream.events()))] == [""]  # both were delivered already
+
+
+def test_exhausted_only_once_the_last_event_was_taken():
+    stream = EventStream("s")
+    stream.push(b'{"id":1}', last=True)
+    assert stream.ended and not stream.exhausted  # the response is still to be taken
+    assert stream.wait_for_event(0) == b'{"id":1}'
+    assert stream.exhausted
+
+
+class _AnswerAfterTheSlice(EventStream):
+    """A stream whose first wait times out just as the response arrives and ends it: the
+    interleaving of a slow handler finishing at the end of a disconnect-poll slice."""
+
+    def __init__(self) -> None:
+        super().__init__("r")
+        self.waits = 0
+
+    def wait_for_event(self, timeout: float) -> bytes | None:
+        self.waits += 1
+        data = super().wait_for_event(0)
+        if self.waits == 1:
+            self.push(b'{"jsonrpc":"2.0","id":1,"result":{}}', last=True)
+        return data
+
+
+def test_a_response_that_ends_the_stream_right_after_a_poll_slice_is_answered():
+    """StatelessRequest.first_event polls in slices; a response that arrives (ending the
+    stream) after a slice ran out but before the loop looks at the stream must be returned,
+    not lost (it once was: the POST got a 503 'no answer within request_timeout')."""
+    from types import SimpleNamespace
+
+    from mcp_sync.http.stateless import StatelessRequest
+
+    served = SimpleNamespace(stream=_AnswerAfterTheSlice(), client_gone=False)
+    first = StatelessRequest.first_event(served, 5.0, lambda: False)  # type: ignore[arg-type]
+    assert first == b'{"jsonrpc":"2.0","id":1,"result":{}}'
+    assert not served.client_gone

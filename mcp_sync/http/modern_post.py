@@ -128,7 +128,7 @@ class ModernAnswers:
             finish()
             raise
         answer = None if first is None else served.answer_of(first)
-        if answer is None and sse and (first is not None or not served.stream.ended):
+        if answer is None and sse and (first is not None or not served.stream.exhausted):
             start_response("200 OK", list(SSE_HEADERS))
             timeout = None if slot is not None else app.request_timeout
             # the body's close() (after the answer, or when the client went away) ends it

@@ -77,6 +77,16 @@ class EventStream:
         return self._ended
 
     @property
+    def exhausted(self) -> bool:
+        """True once the stream ended and :meth:`wait_for_event` has handed out every event.
+
+        Check this, not :attr:`ended`, after a :meth:`wait_for_event` that returned
+        ``None``: the last event (a response) and the end may both have come in between,
+        and ``ended`` alone would lose that event."""
+        with self._cond:
+            return self._ended and not any(n > self._delivered for n, _ in self._events)
+
+    @property
     def has_consumer(self) -> bool:
         """True while an HTTP response is iterating the stream."""
         return self._consumers > 0

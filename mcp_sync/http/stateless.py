@@ -155,7 +155,7 @@ class StatelessRequest:
         while True:
             remaining = end - time.monotonic()
             data = self.stream.wait_for_event(max(0.0, min(DISCONNECT_POLL, remaining)))
-            if data is not None or self.stream.ended:
+            if data is not None or self.stream.exhausted:
                 return data
             if disconnected():
                 self.client_gone = True
@@ -211,7 +211,7 @@ class StatelessRequest:
                     return
                 ping_at = time.monotonic() + keepalive
                 continue
-            if self.stream.ended:
+            if self.stream.exhausted:
                 return  # cancelled: no response, ever
             if time.monotonic() >= ping_at:
                 yield KEEPALIVE_COMMENT
