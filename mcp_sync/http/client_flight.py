@@ -16,6 +16,7 @@ custom transport) a cancel before the headers arrive closes the stream the momen
 
 from __future__ import annotations
 
+import functools
 import socket
 import threading
 from collections.abc import Iterator
@@ -35,7 +36,7 @@ class Flight:
         self._lock = threading.Lock()
         self.cancelled = False
         self.body_sent = False
-        self._finished = False  # the answer was read: the connection may serve another request
+        self._finished = False  # the response was closed: its connection may serve another
         self._stream: Any = None
         self._response: Any = None
 
@@ -74,16 +75,9 @@ class Flight:
             setattr(self, slot, value)
             return True
 
-    def finish(self, response: Any) -> None:
-        """Close ``response``, whose answer was read: its connection may go back to the
-        pool and carry another request, so from now on a cancel shuts nothing down."""
-        with self._lock:
-            self._finished = True
-        response.close()
-
     def cancel(self) -> None:
-        """Close the request's stream now, from any thread (idempotent); nothing once the
-        answer was read (:meth:`finish`)."""
+        """Close the request's stream now, from any thread (idempotent); nothing once its
+        response was closed, read to the end (see :meth:`attach_response`)."""
         with self._lock:
             if self.cancelled:
                 return
@@ -95,7 +89,7 @@ class Flight:
                 network = response.extensions.get("network_stream")
                 stream = network if network is not None else stream
             if stream is not None:
-                _shutdown(stream)  # under the lock: finish() cannot hand the connection on first
+                _shutdown(stream)  # under the lock: the response's close cannot hand it on first
         if response is not None:
             try:
                 response.close()
@@ -107,18 +101,29 @@ def _release_guard(stream: Any, flight: Flight) -> Any:
     """``stream`` (an httpx ``SyncByteStream``) whose ``close()`` marks ``flight`` finished
     before the connection is released, under the flight's lock (see
     :meth:`Flight.attach_response`)."""
+    return _release_guard_type()(stream, flight)
+
+
+@functools.cache
+def _release_guard_type() -> type:
+    """The class of :func:`_release_guard` (made once: it subclasses httpx's byte stream, and
+    httpx is imported only when the HTTP client is used)."""
     import httpx
 
     class ReleaseGuard(httpx.SyncByteStream):
+        def __init__(self, stream: Any, flight: Flight) -> None:
+            self._stream = stream
+            self._flight = flight
+
         def __iter__(self) -> Iterator[bytes]:
-            return iter(stream)
+            return iter(self._stream)
 
         def close(self) -> None:
-            with flight._lock:
-                flight._finished = True  # a cancel from now on shuts nothing down
-            stream.close()
+            with self._flight._lock:
+                self._flight._finished = True  # a cancel from now on shuts nothing down
+            self._stream.close()
 
-    return ReleaseGuard()
+    return ReleaseGuard
 
 
 def _shutdown(stream: Any) -> None:

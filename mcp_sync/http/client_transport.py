@@ -364,18 +364,16 @@ class HttpClientTransport:
 
         with self._lock:
             if key is not None:
-                if meta.caller_reads and self._caller_reads.pop(key, None) is None:
-                    # the caller has not looked yet: the read is its to run
-                    if self._closed.is_set():
-                        raise ConnectionClosed("the HTTP transport is closed")
-                    self._caller_reads[key] = _CallerRead(meta.request_id, flight, read)
-                    self._flights[key] = flight
-                    if meta.method == "tools/list":
-                        self._tool_lists.add(key)
-                    return
+                # the caller has not looked yet (no mark of its own): the read is its to run
+                caller_runs = meta.caller_reads and self._caller_reads.pop(key, None) is None
+                if caller_runs and self._closed.is_set():
+                    raise ConnectionClosed("the HTTP transport is closed")
                 self._flights[key] = flight
                 if meta.method == "tools/list":
                     self._tool_lists.add(key)
+                if caller_runs:
+                    self._caller_reads[key] = _CallerRead(meta.request_id, flight, read)
+                    return
         if not self._readers.submit(lambda: read(self._deliver_modern)):
             raise ConnectionClosed("the HTTP transport is closed")
 
@@ -501,9 +499,7 @@ class HttpClientTransport:
         finally:
             with self._lock:
                 if key is not None:
-                    self._flights.pop(key, None)
-                    self._cancelled.discard(key)
-                    self._tool_lists.discard(key)
+                    self._forget(key)
 
     def _answer_modern(
         self, response: Any, meta: OutboundMeta, flight: Flight, deliver: Callable[[bytes], None]
@@ -526,7 +522,7 @@ class HttpClientTransport:
         content_type = response.headers.get("content-type", "")
         if content_type.startswith("text/event-stream"):
             parser = SseParser(self._max_event_bytes)
-            outcome = self._consume(response, parser, request_id, deliver, flight.finish)
+            outcome = self._consume(response, parser, request_id, deliver)
             if outcome is True or flight.cancelled:
                 return
             if isinstance(outcome, Oversize):
@@ -537,7 +533,7 @@ class HttpClientTransport:
                 ConnectionClosed(f"the answer stream of {meta.method} ended without its answer"),
             )
         elif content_type.startswith("application/json") or (status == 200 and not content_type):
-            self._read_json(response, request_id, deliver, flight.finish)
+            self._read_json(response, request_id, deliver)
         else:
             response.close()
             self._fail_one(
@@ -668,11 +664,9 @@ class HttpClientTransport:
         response: Any,
         request_id: Any,
         deliver: Callable[[bytes], None] | None = None,
-        close: Callable[[Any], None] | None = None,
     ) -> None:
         """Read a JSON answer of at most ``max_response_bytes`` into the inbox; a larger one
-        fails its call (the rest is not read). ``close(response)`` closes it (a 2026-07-28
-        request's :meth:`~.client_flight.Flight.finish`)."""
+        fails its call (the rest is not read)."""
         limit = self._max_response_bytes
         chunks: list[bytes] = []
         size = 0
@@ -688,10 +682,7 @@ class HttpClientTransport:
                         break
                     chunks.append(chunk)
         finally:
-            if close is not None:
-                close(response)
-            else:
-                response.close()
+            response.close()
         if size > limit:
             _log.warning("dropped a JSON answer over max_response_bytes (%d)", limit)
             self._fail_one(
@@ -922,7 +913,6 @@ class HttpClientTransport:
         parser: SseParser,
         answer_to: Any = None,
         deliver: Callable[[bytes], None] | None = None,
-        close: Callable[[Any], None] | None = None,
     ) -> bool | Oversize:
         """Feed one SSE response into the inbox. True if it ended normally and, when
         ``answer_to`` is a request id, carried the answer to that request (or broke after
@@ -957,10 +947,7 @@ class HttpClientTransport:
         finally:
             with self._lock:
                 self._responses.discard(response)
-            if close is not None:
-                close(response)
-            else:
-                response.close()  # unread body left: httpx closes that connection
+            response.close()  # unread body left: httpx closes that connection
 
     def _read_stream(self, response: Any, request_id: Any) -> None:
         parser = SseParser(self._max_event_bytes)

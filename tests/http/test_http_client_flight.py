@@ -29,14 +29,27 @@ class Stream:
         return self.sock if name == "socket" else None
 
 
+class ByteStream:
+    """A response body already read (its close is what would release the connection)."""
+
+    def __iter__(self) -> Iterator[bytes]:
+        return iter(())
+
+    def close(self) -> None:
+        pass
+
+
 class Response:
+    """What the flight sees of an httpx response: closing it closes its byte stream."""
+
     def __init__(self) -> None:
         self.extensions: dict[str, Any] = {}
-        self.stream: Any = None  # wrapped by attach_response; never read here
+        self.stream: Any = ByteStream()  # wrapped by attach_response
         self.closed = False
 
     def close(self) -> None:
         self.closed = True
+        self.stream.close()
 
 
 @pytest.fixture
@@ -77,7 +90,7 @@ def test_a_cancel_after_the_answer_was_read_leaves_the_connection_alone(
 ) -> None:
     ours, theirs = pair
     flight, response = in_flight(ours)
-    flight.finish(response)  # the answer is read: the connection goes back to the pool
+    response.close()  # the answer is read: the connection goes back to the pool
     assert response.closed
     flight.cancel()
     ours.sendall(b"next request")
@@ -92,7 +105,7 @@ def _hello(environ: dict[str, Any], start_response: Any) -> list[bytes]:
 
 def test_a_cancel_after_httpx_released_the_connection_by_itself_leaves_it_alone() -> None:
     """httpx closes a response read to its end by itself, and that close puts the connection
-    back in the pool -- before the reader can call finish(). A cancel in that gap used to
+    back in the pool -- before the reader itself closes it. A cancel in that gap used to
     shut down a connection that may already carry the next request."""
     base, stop = run_waitress(_hello)  # keep-alive HTTP/1.1: the connection is pooled
     try:
