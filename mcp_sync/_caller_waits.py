@@ -13,10 +13,11 @@ it is no part of the public API, and a request sent on another thread (the next 
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from typing import Any, Protocol
 
-__all__ = ["caller_waits", "take_caller_waits"]
+__all__ = ["caller_waits", "take_caller_waits", "send_and_wait"]
 
 _local = threading.local()
 
@@ -37,3 +38,16 @@ def take_caller_waits() -> bool:
         _local.waits = False
         return True
     return False
+
+
+class _Call(Protocol):
+    def result(self) -> Any: ...
+
+
+def send_and_wait(send: Callable[[], _Call]) -> Any:
+    """``send()`` a request inside :func:`caller_waits`, then block for its result: over a
+    transport that allows it (Streamable HTTP at 2026-07-28) the answer is read right here,
+    by the caller, with no other thread taking part."""
+    with caller_waits():
+        call = send()
+    return call.result()

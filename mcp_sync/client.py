@@ -62,7 +62,7 @@ from pydantic import BaseModel
 from typing_extensions import Unpack
 
 from . import deadlines
-from ._caller_waits import caller_waits
+from ._caller_waits import send_and_wait
 from .call_options import CallOptions
 from .cancel import CancelToken
 from .context import Context
@@ -125,15 +125,6 @@ RequestHandlerFn = Callable[[dict[str, Any], Context], Any]
 """A handler for a server-to-client request: ``handler(params, ctx) -> result``."""
 
 Roots = Sequence[str | Mapping[str, Any]] | Callable[[], Sequence[str | Mapping[str, Any]]]
-
-
-def _blocking(send: Callable[[], PendingCall]) -> Any:
-    """Send a request with the hint that this thread waits for it at once, and wait: over a
-    transport that allows it (Streamable HTTP at 2026-07-28) the answer is read right here,
-    by the caller, with no other thread taking part."""
-    with caller_waits():
-        call = send()
-    return call.result()
 
 
 def _version() -> str:
@@ -704,12 +695,12 @@ class Client(Session):
     ) -> Any:
         """Send any request and block for its **raw** result dict, whatever the method (see
         :meth:`submit`)."""
-        return _blocking(lambda: self.submit(method, params, raw=True, **options))
+        return send_and_wait(lambda: self.submit(method, params, raw=True, **options))
 
     def ping(self, **options: Unpack[CallOptions]) -> None:
         """Ping the server and wait for the answer. 2026-07-28 has no ``ping``:
         :class:`~mcp_sync.errors.FeatureRemoved` there (any request shows the server is up)."""
-        _blocking(lambda: self.submit("ping", None, **options, raw=True))
+        send_and_wait(lambda: self.submit("ping", None, **options, raw=True))
 
     def _require(self, capability: str, what: str) -> None:
         if not self.peer_supports(capability):
@@ -724,7 +715,7 @@ class Client(Session):
         """One page of ``tools/list`` (pass the previous page's ``next_cursor``)."""
         self._require("tools", "tools/list")
         params = {"cursor": cursor} if cursor is not None else None
-        return _blocking(lambda: self.submit("tools/list", params, **options))  # type: ignore[no-any-return]
+        return send_and_wait(lambda: self.submit("tools/list", params, **options))  # type: ignore[no-any-return]
 
     def list_tools(self, **options: Unpack[CallOptions]) -> list[mcp_types.Tool]:
         """Every tool, following ``nextCursor`` through all pages."""
@@ -746,7 +737,7 @@ class Client(Session):
         a result with ``is_error=True``; an unknown tool raises
         :class:`~mcp_sync.errors.McpError` (-32602).
         """
-        return _blocking(lambda: self.call_tool_future(name, arguments, **options))  # type: ignore[no-any-return]
+        return send_and_wait(lambda: self.call_tool_future(name, arguments, **options))  # type: ignore[no-any-return]
 
     def call_tool_future(
         self, name: str, arguments: Mapping[str, Any] | None = None, **options: Unpack[CallOptions]
@@ -805,9 +796,9 @@ class Client(Session):
         """Send a task request and block for its raw result; at 2026-07-28 the request
         declares the tasks extension (only task requests do)."""
         if self.lifecycle.era is not Era.MODERN:
-            return _blocking(lambda: self.submit(method, params, raw=True, **options))  # type: ignore[no-any-return]
+            return send_and_wait(lambda: self.submit(method, params, raw=True, **options))  # type: ignore[no-any-return]
         stamped = self.lifecycle.stamp(params, self._task_envelope())
-        return _blocking(lambda: self.endpoint.submit(method, stamped, **options))  # type: ignore[no-any-return]
+        return send_and_wait(lambda: self.endpoint.submit(method, stamped, **options))  # type: ignore[no-any-return]
 
     def _task_envelope(self) -> RequestEnvelope:
         """The 2026-07-28 envelope of a task request: the tasks extension declared."""
@@ -849,7 +840,7 @@ class Client(Session):
         self, capability: str, method: str, params: dict[str, Any] | None, options: CallOptions
     ) -> Any:
         self._require(capability, method)
-        return _blocking(lambda: self.submit(method, params, **options))
+        return send_and_wait(lambda: self.submit(method, params, **options))
 
     def _all_pages(self, page: Callable[[str | None], Any], field: str) -> list[Any]:
         items: list[Any] = []
@@ -900,14 +891,16 @@ class Client(Session):
         self._require("resources", "resources/subscribe")
         if not self.peer_supports("resources", "subscribe"):
             raise CapabilityError("resources/subscribe: the server does not support subscriptions")
-        _blocking(lambda: self.submit("resources/subscribe", {"uri": uri}, **options, raw=True))
+        send_and_wait(lambda: self.submit("resources/subscribe", {"uri": uri}, **options, raw=True))
 
     def unsubscribe(self, uri: str, **options: Unpack[CallOptions]) -> None:
         """Stop updates for ``uri`` (2025-11-25; :class:`~mcp_sync.errors.FeatureRemoved`
         at 2026-07-28)."""
         self._refuse_removed("resources/unsubscribe", "subscriptions/listen replaces it")
         self._require("resources", "resources/unsubscribe")
-        _blocking(lambda: self.submit("resources/unsubscribe", {"uri": uri}, **options, raw=True))
+        send_and_wait(
+            lambda: self.submit("resources/unsubscribe", {"uri": uri}, **options, raw=True)
+        )
 
     # -- prompts ------------------------------------------------------------------------------
     def list_prompts_page(
@@ -958,7 +951,9 @@ class Client(Session):
             "logging/setLevel", "set Client.log_level: every request then asks for that level"
         )
         self._require("logging", "logging/setLevel")
-        _blocking(lambda: self.submit("logging/setLevel", {"level": level}, **options, raw=True))
+        send_and_wait(
+            lambda: self.submit("logging/setLevel", {"level": level}, **options, raw=True)
+        )
 
     # -- server-to-client requests --------------------------------------------------------------
     def _handle_request(self, request: InboundRequest) -> Any:

@@ -34,7 +34,7 @@ from typing import Any
 from typing_extensions import Unpack
 
 from . import deadlines
-from ._caller_waits import caller_waits, take_caller_waits
+from ._caller_waits import send_and_wait, take_caller_waits
 from ._waiting import wait_sliced
 from .call_options import USE_CLIENT_DEFAULT, CallOptions, ProgressCallback, resolve_timeout
 from .cancel import CancelToken
@@ -597,9 +597,7 @@ class Endpoint:
 
         Over a transport that allows it (Streamable HTTP at 2026-07-28) the answer is read
         on this thread: no other thread takes part in the call."""
-        with caller_waits():
-            call = self.submit(method, params, **options)
-        return call.result()
+        return send_and_wait(lambda: self.submit(method, params, **options))
 
     def _read_on_caller(self, call: PendingCall) -> None:
         """Let the transport read ``call``'s answer on this thread (see
