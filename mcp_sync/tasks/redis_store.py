@@ -209,7 +209,7 @@ class RedisTaskStore(StoreBase):
                     now = self._clock()
                     if is_expired(record, now):
                         pipe.multi()
-                        self._unindex(pipe, record)
+                        self._unindex(pipe, record.owner, record.task_id, _index_member(record))
                         pipe.execute()
                         return None, None
                     changed = transition(record, now)
@@ -228,11 +228,13 @@ class RedisTaskStore(StoreBase):
                     continue
         raise BusUnavailable(f"task {task_id}: gave up after {MAX_CAS_ATTEMPTS} conflicting writes")
 
-    def _unindex(self, pipe: Any, record: TaskRecord) -> None:
-        pipe.delete(self._task_key(record.task_id))
-        pipe.zrem(self._owner_key(record.owner), record.task_id)
-        pipe.zrem(self._expiry_key, _index_member(record))
-        pipe.zrem(self._ended_key, _index_member(record))
+    def _unindex(self, pipe: Any, owner: str, task_id: str, member: Any) -> None:
+        """Queue the deletion of a task and its index entries on ``pipe`` (``member``: its
+        entry in the ``expiry`` and ``ended`` sets), the ``expiry`` removal first."""
+        pipe.zrem(self._expiry_key, member)
+        pipe.delete(self._task_key(task_id))
+        pipe.zrem(self._owner_key(owner), task_id)
+        pipe.zrem(self._ended_key, member)
 
     def _page(self, owner: str, before: int | None, limit: int) -> tuple[list[str], int | None]:
         with self._reaching():
@@ -261,12 +263,9 @@ class RedisTaskStore(StoreBase):
             pipe = self._client.pipeline(transaction=True)
             for member in members:
                 owner, task_id = json.loads(member)
-                pipe.zrem(self._expiry_key, member)
-                pipe.delete(self._task_key(task_id))
-                pipe.zrem(self._owner_key(owner), task_id)
-                pipe.zrem(self._ended_key, member)
+                self._unindex(pipe, owner, task_id, member)
             replies = pipe.execute()
-        return sum(int(removed) for removed in replies[::4])
+        return sum(int(removed) for removed in replies[::4])  # the expiry removals
 
     def _close(self) -> None:
         self._stop_listener(force=True)
