@@ -895,7 +895,8 @@ class HttpClientTransport:
                         arg.close()
                 return
             self._threads.add(thread)
-        thread.start()
+            # started under the lock: close() joins only threads that have started
+            thread.start()
 
     def _run_thread(self, target: Any, *args: Any) -> None:
         try:

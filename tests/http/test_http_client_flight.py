@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import select
 import socket
+import threading
 from collections.abc import Iterator
 from typing import Any
 
@@ -127,3 +128,62 @@ def test_a_cancel_after_httpx_released_the_connection_by_itself_leaves_it_alone(
             assert again.extensions["network_stream"].get_extra_info("socket") is sock
     finally:
         stop()
+
+
+class _WatchedLock:
+    """A lock that says when a thread starts waiting for it while another holds it."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.contended = threading.Event()
+
+    def __enter__(self) -> bool:
+        if not self._lock.acquire(blocking=False):
+            self.contended.set()
+            self._lock.acquire()
+        return True
+
+    def __exit__(self, *exc: object) -> None:
+        self._lock.release()
+
+
+def test_close_racing_the_start_of_a_request_thread_joins_only_started_threads(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """close() on another thread, while a request's thread is being started: it must never
+    join a thread that has not started (RuntimeError, seen once in the check-cancel CLI)."""
+    from mcp_sync.http import client_transport
+    from mcp_sync.http.client_transport import HttpClientTransport
+
+    transport = HttpClientTransport("http://127.0.0.1:9/mcp")
+    lock = _WatchedLock()
+    transport._lock = lock  # type: ignore[assignment]
+    errors: list[BaseException] = []
+    closed = threading.Event()
+
+    def close() -> None:
+        try:
+            transport.close()
+        except BaseException as exc:
+            errors.append(exc)
+        finally:
+            closed.set()
+            lock.contended.set()  # close() is over: the start need not wait any more
+
+    real_start = threading.Thread.start
+
+    def start(thread: threading.Thread) -> None:
+        if thread.name == "under-test":
+            closer = threading.Thread(target=close, name="closer")
+            real_start(closer)
+            # on once close() either ran to its end or waits for the transport's lock
+            assert lock.contended.wait(WAIT)
+            start.closer = closer  # type: ignore[attr-defined]
+        real_start(thread)
+
+    monkeypatch.setattr(client_transport.threading.Thread, "start", start)
+    ran = threading.Event()
+    transport._start(ran.set, "under-test")
+    assert closed.wait(WAIT)
+    start.closer.join(WAIT)  # type: ignore[attr-defined]
+    assert errors == []
