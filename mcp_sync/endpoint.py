@@ -77,8 +77,9 @@ from .protocol import (
 from .transports.base import (
     CallerReadTransport,
     OutboundMeta,
-    RoutingTransport,
     Transport,
+    as_caller_read,
+    as_routing,
     describe_outbound,
 )
 from .workers import MAX_QUEUED_CALLBACKS, CallbackThread, WorkerPool
@@ -417,11 +418,9 @@ class Endpoint:
             data
         )
         self._inbound_cancelled: Callable[[RequestId], Any] | None = None
-        self._caller_read: CallerReadTransport | None = (
-            transport if isinstance(transport, CallerReadTransport) else None
-        )
-        if isinstance(transport, RoutingTransport):  # routes by message (HTTP, batches)
-            routing: RoutingTransport = transport
+        self._caller_read: CallerReadTransport | None = as_caller_read(transport)
+        routing = as_routing(transport)
+        if routing is not None:  # routes by message (HTTP, batches)
             self._write = lambda data, meta: routing.send(data, meta)
             self._inbound_cancelled = routing.inbound_cancelled
             routing.bind_call_failure(self.fail_call)
@@ -434,7 +433,12 @@ class Endpoint:
         self.default_timeout = deadlines.check_timeout(default_timeout, "default_timeout")
         """The ``timeout`` of a call that gives none (``None``: no timeout)."""
         self._reader: threading.Thread | None = None
-        self._closed = threading.Event()
+        self._closed = False
+        # held until the connection is closed: waiting for the close is acquiring it (a
+        # lock costs far less to make than an Event, and the HTTP app makes an endpoint
+        # per 2026-07-28 request)
+        self._open_gate = threading.Lock()
+        self._open_gate.acquire()
         self._close_lock = threading.Lock()
         self._close_callbacks: list[Callable[[], Any]] = []
         self.dropped: Counter[str] = Counter()
@@ -461,16 +465,24 @@ class Endpoint:
     @property
     def closed(self) -> bool:
         """True once the connection is closed (by either side)."""
-        return self._closed.is_set()
+        return self._closed
 
     def wait_closed(self, timeout: float | None = None) -> bool:
         """Block until the connection is closed; returns :attr:`closed`. Sliced for Ctrl-C."""
-        return wait_sliced(self._closed.is_set, self._closed.wait, timeout)
+        gate = self._open_gate
+
+        def through_gate(seconds: float) -> bool:
+            if gate.acquire(timeout=seconds):
+                gate.release()  # let every other waiter through too
+                return True
+            return False
+
+        return wait_sliced(lambda: self._closed, through_gate, timeout)
 
     def add_close_callback(self, callback: Callable[[], Any]) -> None:
         """Run ``callback()`` once the connection is lost (at once if it already is)."""
         with self._close_lock:
-            if not self._closed.is_set():
+            if not self._closed:
                 self._close_callbacks.append(callback)
                 return
         callback()
@@ -1018,9 +1030,10 @@ class Endpoint:
             actions = self._core.connection_lost(exception)
         self._perform(actions)
         with self._close_lock:
-            if self._closed.is_set():
+            if self._closed:
                 return
-            self._closed.set()
+            self._closed = True
+            self._open_gate.release()
             callbacks, self._close_callbacks = self._close_callbacks, []
         for callback in callbacks:
             try:

@@ -19,7 +19,7 @@ from support.waiting import WAIT, wait_until
 
 from mcp_sync.endpoint import Endpoint
 from mcp_sync.errors import Cancelled, ConnectionClosed
-from mcp_sync.transports.base import FdLineReader, Transport
+from mcp_sync.transports.base import FdLineReader, Transport, as_caller_read, as_routing
 from mcp_sync.transports.memory import MemoryTransport, memory_pair
 from mcp_sync.transports.stdio import StdioTransport
 from mcp_sync.transports.subprocess import SubprocessTransport
@@ -566,3 +566,39 @@ def test_fd_line_reader_joins_a_long_line_read_in_many_small_chunks():
     thread.join(WAIT)
     os.close(read_fd)
     assert lines == [b"a", b"bb", b"x" * 300_000, b"", b"tail"]
+
+
+class _Forwarding:
+    """A transport wrapper that forwards what it lacks to the transport it wraps."""
+
+    def __init__(self, inner: object) -> None:
+        self._inner = inner
+
+    def read_line(self) -> bytes | None:
+        return None
+
+    def write(self, data: bytes) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+    def __getattr__(self, name: str) -> object:
+        if name == "_inner":
+            raise AttributeError(name)
+        return getattr(self._inner, name)
+
+
+class _CallerRead:
+    def read_on_caller(self, request_id: object, receive: object, settled: object) -> bool:
+        return False
+
+
+def test_what_a_forwarding_transport_offers_is_asked_of_each_instance():
+    # the protocol checks are answered once per class, except for a class that forwards
+    # attributes: the same class offers what the transport it wraps offers
+    plain, reading = _Forwarding(object()), _Forwarding(_CallerRead())
+    assert as_caller_read(plain) is None  # type: ignore[arg-type]
+    assert as_caller_read(reading) is reading  # type: ignore[arg-type]
+    assert as_caller_read(_Forwarding(object())) is None  # type: ignore[arg-type]
+    assert as_routing(reading) is None  # type: ignore[arg-type]

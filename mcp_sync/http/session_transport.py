@@ -63,9 +63,28 @@ class HttpSessionTransport:
         # cancels that came before their request: key -> the notification's line
         self._early: OrderedDict[tuple[type, RequestId], bytes] = OrderedDict()
         self._streams: OrderedDict[str, EventStream] = OrderedDict()
-        self.standalone = EventStream("s-" + secrets.token_hex(4), replay)
-        self._streams[self.standalone.id] = self.standalone
-        self._closed = threading.Event()
+        # made on first use: a 2026-07-28 request's one-shot session seldom needs it
+        self._standalone: EventStream | None = None
+        self._closed = False
+        # held until close(): read_line() waits by acquiring it (a lock costs far less to
+        # make than an Event, and the app makes a transport per 2026-07-28 request)
+        self._open_gate = threading.Lock()
+        self._open_gate.acquire()
+
+    @property
+    def standalone(self) -> EventStream:
+        """The session's standalone stream (the one a GET reads): messages that belong to
+        no open request stream."""
+        stream = self._standalone
+        if stream is not None:
+            return stream
+        with self._lock:
+            if self._standalone is None:
+                self._standalone = EventStream("s-" + secrets.token_hex(4), self._replay)
+                self._streams[self._standalone.id] = self._standalone
+                if self._closed:  # made after close() ended the others
+                    self._standalone.end()
+            return self._standalone
 
     # -- streams ------------------------------------------------------------------------------
     def open_request_stream(
@@ -129,7 +148,7 @@ class HttpSessionTransport:
             return self._streams.get(stream_id)
 
     def _trim(self) -> None:
-        ended = [sid for sid, s in self._streams.items() if s.ended and s is not self.standalone]
+        ended = [sid for sid, s in self._streams.items() if s.ended and s is not self._standalone]
         for sid in ended[: max(0, len(ended) - _KEPT_ENDED_STREAMS)]:
             del self._streams[sid]
 
@@ -148,8 +167,8 @@ class HttpSessionTransport:
     # -- the transport interface ----------------------------------------------------------------
     def read_line(self) -> bytes | None:
         """Not used: POST handlers feed the endpoint directly. Blocks until closed."""
-        self._closed.wait()
-        return None
+        with self._open_gate:
+            return None
 
     def write(self, data: bytes) -> None:
         """Send on the standalone stream."""
@@ -157,7 +176,7 @@ class HttpSessionTransport:
 
     def send(self, data: bytes, meta: OutboundMeta) -> None:
         """Send ``data`` on the stream of the request it relates to, or the standalone one."""
-        if self._closed.is_set():
+        if self._closed:
             raise BrokenPipeError("the HTTP session is closed")
         related = meta.related_request_id
         if related is not None:
@@ -197,8 +216,10 @@ class HttpSessionTransport:
 
     def close(self) -> None:
         """End every stream."""
-        self._closed.set()
         with self._lock:
+            if not self._closed:
+                self._closed = True
+                self._open_gate.release()
             streams = list(self._streams.values())
             self._by_request.clear()
             self._received.clear()
@@ -210,4 +231,4 @@ class HttpSessionTransport:
     @property
     def closed(self) -> bool:
         """True after :meth:`close`."""
-        return self._closed.is_set()
+        return self._closed

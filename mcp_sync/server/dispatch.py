@@ -106,14 +106,6 @@ class ServerSession(Session):
         self.server = server
         self.log_level: str = "debug"
         self.on_roots_changed: Callable[[], Any] | None = None
-        self._handlers: dict[str, Callable[[InboundRequest, CancelToken], Any]] = {
-            "initialize": self._on_initialize,
-            LISTEN_METHOD: self._on_listen,
-            **{
-                method: functools.partial(handler, self)
-                for method, handler in FEATURE_HANDLERS.items()
-            },
-        }
         self.subscriptions: set[str] = set()
         self.declared_capabilities: dict[str, Any] = {}
         """What this server declared in its ``initialize`` answer."""
@@ -153,7 +145,7 @@ class ServerSession(Session):
             ):
                 scope.admission = Admission(Era.HANDSHAKE)  # answered in any state, as always
                 return
-        elif method not in self._handlers and self.server.registry.method(method) is None:
+        elif not self._builtin(method) and self.server.registry.method(method) is None:
             return  # answered -32601 by its handler; an unknown method decides nothing
         with self.lifecycle_lock:
             admission = self.lifecycle.admit(method, params)
@@ -176,7 +168,7 @@ class ServerSession(Session):
     def _handle_request(self, request: InboundRequest) -> Any:
         scope = request.context
         assert isinstance(scope, RequestScope)
-        handler = self._handlers.get(request.method)
+        handler = self._handler(request.method)
         if handler is None:
             custom = self.server.registry.method(request.method)
             if custom is None:
@@ -210,7 +202,23 @@ class ServerSession(Session):
         return discover.modern_capabilities(self.server, self._serves)
 
     def _serves(self, method: str) -> bool:
-        return method in self._handlers or self.server.registry.method(method) is not None
+        return self._builtin(method) or self.server.registry.method(method) is not None
+
+    @staticmethod
+    def _builtin(method: str) -> bool:
+        """True for a method the session serves itself (not a custom one)."""
+        return method in FEATURE_HANDLERS or method in ("initialize", LISTEN_METHOD)
+
+    def _handler(self, method: str) -> Callable[[InboundRequest, CancelToken], Any] | None:
+        """The built-in handler of ``method`` (``None``: a custom or unknown method). Looked
+        up per request, not kept per session: a 2026-07-28 request over HTTP has a session
+        of its own, made for it alone."""
+        if method == "initialize":
+            return self._on_initialize
+        if method == LISTEN_METHOD:
+            return self._on_listen
+        feature = FEATURE_HANDLERS.get(method)
+        return None if feature is None else functools.partial(feature, self)
 
     def _on_listen(self, request: InboundRequest, token: CancelToken) -> Any:
         """``subscriptions/listen``: a 2026-07-28 request only (a 2025 session has

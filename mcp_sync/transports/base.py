@@ -37,6 +37,8 @@ __all__ = [
     "MessageKind",
     "FailCall",
     "describe_outbound",
+    "as_routing",
+    "as_caller_read",
     "FdLineReader",
     "MAX_LINE_BYTES",
     "enlarge_pipe",
@@ -206,6 +208,38 @@ class CallerReadTransport(Protocol):
         read). Exceptions raised inside the read (``KeyboardInterrupt``) close the request's
         stream, then propagate."""
         ...
+
+
+_CONFORMING: dict[tuple[type, type], bool] = {}
+"""``(class of a transport, protocol) -> whether it conforms``, filled by :func:`_conforms`."""
+
+
+def _conforms(transport: object, protocol: type) -> bool:
+    """``isinstance(transport, protocol)`` for a runtime-checkable protocol, asked once per
+    class: the protocol check walks the protocol's members each time (tens of microseconds),
+    and the HTTP app makes an endpoint, which asks, per 2026-07-28 request. What a transport
+    offers is a property of its class (its methods); a class that forwards attributes it
+    does not have (``__getattr__``, as a wrapper of another transport does) is asked every
+    time, since the answer depends on what it wraps."""
+    cls = type(transport)
+    if hasattr(cls, "__getattr__"):
+        return isinstance(transport, protocol)
+    key = (cls, protocol)
+    answer = _CONFORMING.get(key)
+    if answer is None:
+        answer = _CONFORMING[key] = isinstance(transport, protocol)
+    return answer
+
+
+def as_routing(transport: Transport) -> RoutingTransport | None:
+    """``transport`` if it is a :class:`RoutingTransport`, else ``None`` (see :func:`_conforms`)."""
+    return transport if _conforms(transport, RoutingTransport) else None  # type: ignore[return-value]
+
+
+def as_caller_read(transport: Transport) -> CallerReadTransport | None:
+    """``transport`` if it is a :class:`CallerReadTransport`, else ``None`` (see
+    :func:`_conforms`)."""
+    return transport if _conforms(transport, CallerReadTransport) else None  # type: ignore[return-value]
 
 
 class FdLineReader:

@@ -31,6 +31,7 @@ from mcp_sync.http import McpWsgiApp
 from mcp_sync.http.client_transport import ReconnectPolicy
 from mcp_sync.http.session_transport import EARLY_CANCEL_BYTES, EARLY_CANCELS, HttpSessionTransport
 from mcp_sync.http.sse import EventStream
+from mcp_sync.transports.base import OutboundMeta
 
 
 class Notes:
@@ -555,3 +556,14 @@ def test_the_handshake_returns_only_once_the_get_stream_is_answered(probe, serve
         connect.join(WAIT)
     assert clients, "Client.http did not return once the GET was answered"
     clients[0].close()
+
+
+def test_a_standalone_stream_first_used_after_close_is_ended():
+    # the standalone stream is made on first use: one made after close() ends at once, as
+    # the ones that existed then did
+    transport = HttpSessionTransport("s")
+    transport.close()
+    assert transport.standalone.ended
+    with pytest.raises(BrokenPipeError):
+        transport.send(b"{}\n", OutboundMeta("notification"))
+    assert transport.read_line() is None  # closed: returns at once
