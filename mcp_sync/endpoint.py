@@ -49,6 +49,8 @@ from .errors import (
 from .jsonrpc import (
     INTERNAL_ERROR,
     ErrorResponse,
+    InvalidMessage,
+    Message,
     Notification,
     Request,
     RequestId,
@@ -797,9 +799,14 @@ class Endpoint:
 
     def receive_line(self, line: bytes | str) -> None:
         """Process one line from the peer (the reader thread calls this)."""
+        self.receive_decoded(line, decode(line))
+
+    def receive_decoded(self, line: bytes | str, message: Message | InvalidMessage) -> None:
+        """Process one line from the peer that the caller has decoded already: ``message``
+        must be what :func:`~mcp_sync.jsonrpc.decode` makes of ``line`` (the HTTP app
+        parses each POST body once, for its own checks, and hands the result on)."""
         if _wire.isEnabledFor(logging.DEBUG):
             _trace(self.name, "<-", line)
-        message = decode(line)
         if self.drop_requests is not None and isinstance(message, Request):
             self._count_dropped(self.drop_requests, message)
             return

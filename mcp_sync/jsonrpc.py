@@ -38,6 +38,7 @@ __all__ = [
     "InvalidMessage",
     "Message",
     "decode",
+    "parse_first",
     "encode",
     "is_valid_id",
     "id_key",
@@ -185,6 +186,15 @@ def _invalid_request(detail: str, raw: Any, msg_id: Any = None) -> InvalidMessag
     return InvalidMessage(detail, ErrorResponse(reply_id, INVALID_REQUEST, detail), raw)
 
 
+def parse_first(data: bytes | str) -> Any:
+    """The JSON value of ``data`` as :func:`decode` parses it first (pydantic-core's parser:
+    strict UTF-8, depth-limited); :class:`ValueError` for anything that parser refuses
+    (where :func:`decode` goes on with its fallbacks). For a value it returns,
+    ``decode_object(value)`` is exactly what ``decode(data)`` returns: a caller that parsed
+    a line this way for its own checks can hand the message on without parsing it again."""
+    return from_json(data)
+
+
 def decode(line: bytes | str) -> Message | InvalidMessage:
     """Decode one line (without its newline) into a message or an :class:`InvalidMessage`.
 
@@ -193,7 +203,7 @@ def decode(line: bytes | str) -> Message | InvalidMessage:
     """
     try:
         try:
-            obj = from_json(line)  # pydantic-core's parser: strict UTF-8, fast, depth-limited
+            obj = parse_first(line)  # pydantic-core's parser: strict UTF-8, fast, depth-limited
         except ValueError as exc:
             if "recursion limit" in str(exc):
                 return _too_deep(line)

@@ -228,3 +228,19 @@ def test_a_response_that_ends_the_stream_right_after_a_poll_slice_is_answered():
     first = StatelessRequest.first_event(served, 5.0, lambda: False)  # type: ignore[arg-type]
     assert first == b'{"jsonrpc":"2.0","id":1,"result":{}}'
     assert not served.client_gone
+
+
+def test_final_delivered_only_once_the_last_event_was_handed_out():
+    stream = EventStream("s")
+    stream.push(b"note")
+    stream.push(b"answer", last=True)
+    assert not stream.final_delivered  # pushed, not handed out
+    assert stream.wait_for_event(0) == b"note"
+    assert not stream.final_delivered  # the one handed out is not the last
+    assert stream.wait_for_event(0) == b"answer"
+    assert stream.final_delivered
+    ended = EventStream("e")
+    ended.push(b"note")
+    ended.end()  # cancelled: no last event, ever
+    assert ended.wait_for_event(0) == b"note"
+    assert ended.exhausted and not ended.final_delivered

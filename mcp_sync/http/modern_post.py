@@ -72,8 +72,11 @@ class ModernAnswers:
         body: bytes,
         start_response: StartResponse,
         wants_sse: bool,
+        decoded: bool = False,
     ) -> Iterable[bytes]:
-        """Serve ``request`` (its POST ``body``) and write its answer (see the module)."""
+        """Serve ``request`` (its POST ``body``) and write its answer (see the module).
+        ``decoded``: ``request`` is what the endpoint would decode ``body`` to (see
+        :func:`~mcp_sync.jsonrpc.parse_first`): it is handed on, not parsed again."""
         app = self._app
         listen = request.method == LISTEN_METHOD
         if listen and not wants_sse:
@@ -98,6 +101,7 @@ class ModernAnswers:
                 body.replace(b"\n", b" "),
                 principal_of(environ),
                 sse=sse,
+                decoded=decoded,
             )
         except BaseException:
             if slot is not None:
@@ -127,7 +131,7 @@ class ModernAnswers:
         except BaseException:
             finish()
             raise
-        answer = None if first is None else served.answer_of(first)
+        answer = None if first is None else served.answer_to(first)
         if answer is None and sse and (first is not None or not served.stream.exhausted):
             start_response("200 OK", list(SSE_HEADERS))
             timeout = None if slot is not None else app.request_timeout

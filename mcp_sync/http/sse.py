@@ -68,6 +68,7 @@ class EventStream:
         self._seq = 0
         self._delivered = 0
         self._ended = False
+        self._final = 0  # the number of the event pushed with last=True (0: none yet)
         self._consumers = 0
         self.last_activity = time.monotonic()
 
@@ -85,6 +86,13 @@ class EventStream:
         and ``ended`` alone would lose that event."""
         with self._cond:
             return self._ended and not any(n > self._delivered for n, _ in self._events)
+
+    @property
+    def final_delivered(self) -> bool:
+        """True once :meth:`wait_for_event` has handed out the event pushed with
+        ``last=True`` -- so the event it returned last is that one (nothing comes after it).
+        Ask it on the thread that called :meth:`wait_for_event`."""
+        return 0 < self._final <= self._delivered
 
     @property
     def has_consumer(self) -> bool:
@@ -106,6 +114,7 @@ class EventStream:
             self._events.append((self._seq, data))
             if last:
                 self._ended = True
+                self._final = self._seq
             self.last_activity = time.monotonic()
             self._cond.notify_all()
             return True

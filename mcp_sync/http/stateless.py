@@ -112,6 +112,9 @@ class StatelessRequest:
     messages, a listen stream's frames) go on the request's stream, before its response;
     with ``sse=False`` (an answer in plain JSON, which has room for the response only) they
     are dropped, never sent after the answer on another stream.
+
+    ``decoded=True`` says that ``request`` is what the endpoint would decode ``line`` to
+    (see :func:`~mcp_sync.jsonrpc.parse_first`): it is handed on, not parsed again.
     """
 
     def __init__(
@@ -123,6 +126,7 @@ class StatelessRequest:
         principal: Principal | None = None,
         *,
         sse: bool = False,
+        decoded: bool = False,
     ) -> None:
         self.request = request
         self._transport = HttpSessionTransport("stateless", replay=_UNRELATED_KEPT)
@@ -136,7 +140,10 @@ class StatelessRequest:
         self.stream: EventStream = stream
         self.client_gone = False
         """True once :meth:`first_event` saw that the client closed its connection."""
-        self._session.endpoint.receive_line(line)
+        if decoded:
+            self._session.endpoint.receive_decoded(line, request)
+        else:
+            self._session.endpoint.receive_line(line)
         self._transport.request_received(request.id)
 
     def first_event(
@@ -176,6 +183,17 @@ class StatelessRequest:
         code = error.get("code") if isinstance(error, dict) else None
         return Answer(http_status_for(code if isinstance(code, int) else None), data)
 
+    def answer_to(self, data: bytes) -> Answer | None:
+        """:meth:`answer_of` the event the stream has just handed out (``data``), without
+        parsing a result: the stream knows whether it was the response (the transport
+        pushes a response as its last event), and only an error response has a status of
+        its own, read from its code (a result that mentions ``"error"`` is read too)."""
+        if not self.stream.final_delivered:
+            return None
+        if b'"error"' not in data:
+            return Answer(http_status_for(None), data)
+        return self.answer_of(data)
+
     def sse_events(
         self,
         first: bytes | None,
@@ -195,7 +213,7 @@ class StatelessRequest:
             yield KEEPALIVE_COMMENT
         else:
             yield _frame(first)
-            if self.answer_of(first) is not None:
+            if self.answer_to(first) is not None:
                 return
         ping_at = time.monotonic() + keepalive
         while not stop.is_set():
@@ -207,7 +225,7 @@ class StatelessRequest:
             data = self.stream.wait_for_event(max(0.0, min(wait, _STOP_SLICE)))
             if data is not None:
                 yield _frame(data)
-                if self.answer_of(data) is not None:
+                if self.answer_to(data) is not None:
                     return
                 ping_at = time.monotonic() + keepalive
                 continue

@@ -69,6 +69,7 @@ from ..jsonrpc import (
     decode_object,
     encode,
     id_key,
+    parse_first,
 )
 from ..lifecycle import HANDSHAKE_VERSIONS
 from ..protocol import CANCELLED_METHOD as CANCELLED
@@ -592,7 +593,15 @@ class McpWsgiApp:
         if isinstance(body, Refusal):
             return _refuse(body)(start_response)
         try:
-            parsed = json.loads(body)
+            # the endpoint's own parser first: a message it parses is decoded exactly as the
+            # endpoint would decode it, and handed on (``decoded``) instead of parsed again
+            parsed = parse_first(body)
+            decoded = True
+        except ValueError:  # anything else is judged as it always was, and parsed again
+            decoded = False
+        try:
+            if not decoded:
+                parsed = json.loads(body)
             message = None if type(parsed) is list else decode_object(parsed)
         except RecursionError:  # nested deeper than MAX_NESTING_DEPTH: refused with its id
             message = decode(body)
@@ -610,7 +619,7 @@ class McpWsgiApp:
         if isinstance(message, (Request, Notification)) and (
             self.modern_only or is_modern_post(environ, message.params, method)
         ):
-            return self._post_modern(environ, message, body, start_response, wants_sse)
+            return self._post_modern(environ, message, body, start_response, wants_sse, decoded)
         is_initialize = isinstance(message, Request) and message.method == "initialize"
         entry: _HttpSession | None
         if is_initialize:
@@ -636,7 +645,7 @@ class McpWsgiApp:
         assert entry is not None
         line = body.replace(b"\n", b" ")
         if not isinstance(message, Request):
-            self._deliver(entry, message, line)
+            self._deliver(entry, message, line, decoded)
             return _plain(start_response, "202 Accepted", "")
         json_mode = self.json_response or not wants_sse
         stream = entry.transport.open_request_stream(
@@ -650,7 +659,7 @@ class McpWsgiApp:
                 "request id is already in use",
                 message.id,
             )
-        self._deliver(entry, message, line)
+        self._deliver(entry, message, line, decoded)
         headers = [("Mcp-Session-Id", entry.transport.session_id)] if is_initialize else []
         if json_mode:
             data = self._json_answer(entry, message.id, stream, self.request_timeout)
@@ -679,6 +688,7 @@ class McpWsgiApp:
         body: bytes,
         start_response: StartResponse,
         wants_sse: bool,
+        decoded: bool = False,
     ) -> Iterable[bytes]:
         """A 2026-07-28 message, served statelessly: no session, no ``Mcp-Session-Id``,
         ``Last-Event-ID`` ignored. A notification is accepted (``202``) and dropped: at
@@ -706,13 +716,15 @@ class McpWsgiApp:
                 "the server is shutting down",
                 message.id,
             )
-        return self._modern.serve(environ, message, body, start_response, wants_sse)
+        return self._modern.serve(environ, message, body, start_response, wants_sse, decoded)
 
     @staticmethod
-    def _deliver(entry: _HttpSession, message: Message, line: bytes) -> None:
+    def _deliver(entry: _HttpSession, message: Message, line: bytes, decoded: bool = False) -> None:
         """Hand one message to the session. A cancellation whose request has not arrived
         yet (it overtook it on another connection) is kept until it does; a request is
-        followed by such a cancellation, if one came first."""
+        followed by such a cancellation, if one came first. ``decoded``: ``message`` is
+        what the endpoint would decode ``line`` to (see :func:`~mcp_sync.jsonrpc.parse_first`),
+        so it is handed on as it is."""
         if (
             isinstance(message, Notification)
             and message.method == CANCELLED
@@ -720,7 +732,10 @@ class McpWsgiApp:
         ):
             if not entry.transport.cancel_arrived(message.params.get("requestId"), line):
                 return  # kept until its request arrives
-        entry.session.endpoint.receive_line(line)
+        if decoded:
+            entry.session.endpoint.receive_decoded(line, message)
+        else:
+            entry.session.endpoint.receive_line(line)
         if isinstance(message, Request):
             early_cancel = entry.transport.request_received(message.id)
             if early_cancel is not None:

@@ -9,6 +9,7 @@ Judged with raw ``httpx`` requests against real WSGI servers (the built-in one a
 from __future__ import annotations
 
 import base64
+import io
 import json
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -21,6 +22,7 @@ from support.probes import GateProbe
 from support.waiting import WAIT
 
 from mcp_sync import Context, Server
+from mcp_sync import endpoint as endpoint_module
 from mcp_sync.http import McpWsgiApp, serve_http
 from mcp_sync.http.routing_headers import decode_header_value
 
@@ -346,3 +348,48 @@ def test_closing_the_stream_cancels_the_handler(serve_app: Callable[..., str]) -
     # the connection is closed: the next keep-alive write fails and the handler's token fires
     assert probe.cancelled("gone").wait(WAIT)
     assert not probe.completed("gone").is_set()
+
+
+def _call_app(app: McpWsgiApp, body: bytes, headers: dict[str, str]) -> tuple[str, bytes]:
+    """Call the WSGI app in-process with one POST; its status and whole body."""
+    environ: dict[str, Any] = {
+        "REQUEST_METHOD": "POST",
+        "PATH_INFO": "/mcp",
+        "CONTENT_TYPE": "application/json",
+        "CONTENT_LENGTH": str(len(body)),
+        "wsgi.input": io.BytesIO(body),
+        **{"HTTP_" + name.upper().replace("-", "_"): value for name, value in headers.items()},
+    }
+    statuses: list[str] = []
+    chunks = app(environ, lambda status, _headers, _exc=None: statuses.append(status))
+    try:
+        return statuses[0], b"".join(chunks)
+    finally:
+        close = getattr(chunks, "close", None)
+        if close is not None:
+            close()
+
+
+def test_a_2026_body_is_parsed_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    # the app parses the body for its checks and hands the message to the request's
+    # endpoint, which does not parse it again; a body the endpoint's parser refuses at
+    # first (a lone surrogate escape) is still handed over as a line, and answered alike
+    lines: list[Any] = []
+    real_decode = endpoint_module.decode
+
+    def counting_decode(line: Any) -> Any:
+        lines.append(line)
+        return real_decode(line)
+
+    monkeypatch.setattr(endpoint_module, "decode", counting_decode)
+    app = McpWsgiApp(make_modern_server(), path="/mcp")
+    try:
+        for text in ("hi", "\ud800"):
+            body = modern("tools/call", {"name": "echo", "arguments": {"text": text}})
+            status, data = _call_app(app, json.dumps(body).encode(), headers_for(body))
+            assert status == "200 OK", data
+            assert json.loads(data)["result"]["content"][0]["text"] == text
+        assert len(lines) == 1  # the second body only
+        assert b"\\ud800" in lines[0]
+    finally:
+        app.close()
