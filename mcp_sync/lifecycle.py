@@ -30,7 +30,7 @@ Errors come in two kinds, as in h11:
 from __future__ import annotations
 
 import enum
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -670,11 +670,14 @@ class Lifecycle:
         return not (self.era is Era.MODERN and method in REMOVED_AT_MODERN)
 
     @staticmethod
-    def check_served(method: str, declared: Mapping[str, Any]) -> None:
+    def check_served(method: str, declared: Mapping[str, Any] | Callable[[str], bool]) -> None:
         """(server) Raise -32601 if ``method`` belongs to a feature the server did not declare
-        in ``declared`` (its capabilities): ``tools/*`` needs ``tools``, and so on."""
+        in ``declared`` (its capabilities, or a function that says whether it declares one):
+        ``tools/*`` needs ``tools``, and so on."""
         capability = _SERVER_CAPABILITY_OF.get(method.partition("/")[0])
-        if capability is not None and capability not in declared:
+        if capability is None:
+            return
+        if not (declared(capability) if callable(declared) else capability in declared):
             raise McpError(
                 METHOD_NOT_FOUND,
                 f"{method}: this server did not declare the {capability!r} capability",

@@ -93,7 +93,7 @@ class WorkerPool:
         self.name = name
         self.idle_timeout = idle_timeout
         self.wait_warning = wait_warning
-        self._cond = threading.Condition(threading.Lock())
+        self._cond = threading.Condition()  # an RLock: its ownership check is C, a Lock's is Python
         # (monotonic time queued, task, args), oldest first
         self._items: deque[tuple[float, Callable[..., Any], tuple[Any, ...]]] = deque()
         self._threads: set[threading.Thread] = set()
@@ -207,6 +207,11 @@ class WorkerPool:
             )
 
     # -- state --------------------------------------------------------------------------------
+    def queued(self) -> int:
+        """How many tasks wait for a free worker now (:attr:`PoolStats.queued`, without the
+        rest of a snapshot: the HTTP app asks before every request)."""
+        return len(self._items)
+
     def stats(self) -> PoolStats:
         """A consistent snapshot of the pool's threads and queue."""
         with self._cond:
@@ -268,7 +273,7 @@ class CallbackThread:
             raise ValueError("max_queued must be at least 1")
         self._name = name
         self.max_queued = max_queued
-        self._cond = threading.Condition(threading.Lock())
+        self._cond = threading.Condition()  # an RLock: its ownership check is C, a Lock's is Python
         self._items: deque[tuple[Callable[..., Any], tuple[Any, ...]]] = deque()
         self._thread: threading.Thread | None = None
         self._replies_awaited = 0  # > 0 while the running callback waits for a reply

@@ -90,8 +90,14 @@ def encode_header_value(value: str) -> str:
     return f"{_SENTINEL_START}{encoded}{_SENTINEL_END}"
 
 
-def _header(environ: Mapping[str, Any], name: str) -> str | None:
-    value = environ.get("HTTP_" + name.upper().replace("-", "_"))
+_VERSION_HEADER = "HTTP_MCP_PROTOCOL_VERSION"
+_METHOD_HEADER = "HTTP_MCP_METHOD"
+_NAME_HEADER = "HTTP_MCP_NAME"
+"""The WSGI environ keys of ``MCP-Protocol-Version``, ``Mcp-Method`` and ``Mcp-Name``."""
+
+
+def _header(environ: Mapping[str, Any], key: str) -> str | None:
+    value = environ.get(key)
     return value if isinstance(value, str) else None
 
 
@@ -102,7 +108,7 @@ def check_routing_headers(environ: Mapping[str, Any], method: str, params: Any) 
     ``MCP-Protocol-Version`` must be present and, when the body's envelope names a version,
     equal it (a body without one is refused by admission, -32602); ``Mcp-Method`` must equal
     the method; ``Mcp-Name`` must equal the named parameter of :data:`NAME_PARAMS` methods."""
-    version = _header(environ, "MCP-Protocol-Version")
+    version = _header(environ, _VERSION_HEADER)
     meta = params.get("_meta") if isinstance(params, Mapping) else None
     body_version = meta.get(PROTOCOL_VERSION_KEY) if isinstance(meta, Mapping) else None
     if version is None:
@@ -111,7 +117,7 @@ def check_routing_headers(environ: Mapping[str, Any], method: str, params: Any) 
         return _mismatch(
             f"MCP-Protocol-Version {version!r} does not match the body's {body_version!r}"
         )
-    sent_method = _header(environ, "Mcp-Method")
+    sent_method = _header(environ, _METHOD_HEADER)
     if sent_method is None:
         return _mismatch("the Mcp-Method header is missing")
     if sent_method != method:
@@ -119,7 +125,7 @@ def check_routing_headers(environ: Mapping[str, Any], method: str, params: Any) 
     key = NAME_PARAMS.get(method)
     if key is None:
         return None
-    sent_name = _header(environ, "Mcp-Name")
+    sent_name = _header(environ, _NAME_HEADER)
     if sent_name is None:
         return _mismatch(
             f"the Mcp-Name header is missing (a {method} request repeats params.{key} in it)"

@@ -772,7 +772,7 @@ class McpWsgiApp:
         ):
             detail = f"too many requests in flight in this session (max_session_requests={self.max_session_requests})"
         else:
-            queued = self.pool.stats().queued + ahead
+            queued = self.pool.queued() + ahead
             if queued >= self.max_queued:
                 detail = f"server busy: {queued} requests wait for a worker (max_queued={self.max_queued}); try again later"
         if detail is None:

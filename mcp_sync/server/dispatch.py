@@ -66,6 +66,10 @@ INPUT_METHODS = input_rounds.INPUT_METHODS
 sampling, roots): the only ones that may answer ``input_required`` at 2026-07-28."""
 
 
+_INLINE_HANDLERS: dict[str, Callable[[InboundRequest], Any]] = {"ping": lambda _request: {}}
+"""Answered on the thread that reads them (the endpoint copies the mapping)."""
+
+
 def run_feature(scope: RequestScope, call: Callable[[], Any]) -> Any:
     """Run the handler of a request in :data:`INPUT_METHODS` (``call()``) for the request of
     ``scope``, and return its result.
@@ -96,7 +100,7 @@ class ServerSession(Session):
             max_queued_callbacks=server.max_queued_callbacks,
             on_cancelled=server.on_cancelled,
             pool=pool,
-            inline_handlers={"ping": lambda _request: {}},
+            inline_handlers=_INLINE_HANDLERS,
             name=f"mcp_sync-server-{server.name}",
             admit=self._admit,
             shape_result=self._shape_result,
@@ -175,8 +179,10 @@ class ServerSession(Session):
                 raise McpError(METHOD_NOT_FOUND, f"Method not found: {request.method}")
             return custom(self, request, request.token)
         if request.method not in ("initialize", "server/discover"):
-            declared = self.modern_capabilities() if scope.modern else self.declared_capabilities
-            Lifecycle.check_served(request.method, declared)
+            if scope.modern:  # what it declares now (the features modern_capabilities() names)
+                Lifecycle.check_served(request.method, self.server.declares)
+            else:
+                Lifecycle.check_served(request.method, self.declared_capabilities)
         if request.method not in INPUT_METHODS:
             return handler(request, request.token)
         try:

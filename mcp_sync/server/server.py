@@ -43,6 +43,9 @@ if TYPE_CHECKING:  # pragma: no cover
 
 __all__ = ["Server", "ServerStats", "ServerHandle"]
 
+_ALWAYS_DECLARED = frozenset({"tools", "logging"})
+"""The capabilities :meth:`Server.capabilities` declares whatever is registered."""
+
 _log = logging.getLogger("mcp_sync.server")
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -479,8 +482,15 @@ class Server:
         self.registry.add_method(method, handler)
 
     # -- capabilities -------------------------------------------------------------------------
+    def declares(self, capability: str) -> bool:
+        """True if :meth:`capabilities` names ``capability`` now, without building them for
+        the capabilities it always declares (``tools`` and ``logging``): a 2026-07-28
+        request asks before its handler runs."""
+        return capability in _ALWAYS_DECLARED or capability in self.capabilities()
+
     def capabilities(self) -> dict[str, Any]:
         """The ``capabilities`` this server declares in ``initialize``."""
+        # every one of _ALWAYS_DECLARED, whatever is registered (declares() relies on it)
         caps: dict[str, Any] = {"tools": {"listChanged": True}, "logging": {}}
         present = self.registry.kinds() | self.declare
         if "resources" in present:

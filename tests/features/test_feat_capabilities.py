@@ -39,6 +39,22 @@ def test_server_declares_only_what_it_registered():
     assert "resources" not in caps and "completions" in caps
 
 
+def test_declares_answers_as_the_capabilities_do():
+    servers = [
+        Server("bare"),
+        tools_only(),
+        Server("r"),
+        Server("p"),
+        Server("d", declare={"prompts"}),
+    ]
+    servers[2].add_resource(lambda: "x", "r://x")
+    servers[3].add_prompt(lambda: "x", name="x")
+    for server in servers:
+        declared = server.capabilities()
+        for name in ("tools", "logging", "resources", "prompts", "completions", "tasks", "x"):
+            assert server.declares(name) == (name in declared), (server.name, name)
+
+
 def test_client_refuses_undeclared_server_features_without_sending():
     with pair(tools_only()) as p:
         caps = p.client.server_capabilities
