@@ -768,7 +768,8 @@ class Endpoint:
     def _result_of(self, request: InboundRequest, result: Any) -> Any:
         """What is sent as the ``result`` of ``request`` for a handler's ``result``."""
         value = result if result is not None else {}
-        return value if self._shape_result is None else self._shape_result(request, value)
+        shape = self._shape_result
+        return value if shape is None else shape(request, value)
 
     def run_callback(self, fn: Callable[..., Any], *args: Any) -> None:
         """Run ``fn(*args)`` on the callback thread, after earlier callbacks (never on the
@@ -842,7 +843,8 @@ class Endpoint:
                 if isinstance(future, PendingCall):
                     future._settle(action)
             elif isinstance(action, Dispatch):
-                if self._admit is not None and not self._admitted(action.request):
+                admit = self._admit
+                if admit is not None and not self._admitted(admit, action.request):
                     continue
                 if inline is not None:
                     self._run_inbound(action.request, inline)
@@ -858,17 +860,17 @@ class Endpoint:
             elif isinstance(action, Progress):
                 self._on_progress(action)
             elif isinstance(action, Deliver):
-                if self._notification_handler is not None:
-                    self._deliver(self._notification_handler, action.notification)
+                notification_handler = self._notification_handler
+                if notification_handler is not None:
+                    self._deliver(notification_handler, action.notification)
             elif isinstance(action, Dropped):
                 self._count_dropped(action.detail, action.message)
 
-    def _admitted(self, request: InboundRequest) -> bool:
+    def _admitted(self, admit: Callable[[InboundRequest], Any], request: InboundRequest) -> bool:
         """Run the ``admit`` hook for a new request; False when it refused the request, which
         is then answered with the error at once (its handler never runs)."""
-        assert self._admit is not None
         try:
-            self._admit(request)
+            admit(request)
             return True
         except McpError as exc:
             self.respond(request, error=exc)
@@ -1047,6 +1049,12 @@ class Endpoint:
                 callback()
             except Exception:
                 _log.exception("close callback failed")
+        # a closed connection admits, dispatches, delivers and answers nothing more (a reply
+        # a handler makes after this is dropped unshaped): let go of the owner's hooks, which
+        # refer back to the owner of this endpoint (a session), so that both are freed as
+        # soon as nobody holds them instead of by the garbage collector
+        self._admit = self._shape_result = None
+        self._request_handler = self._notification_handler = None
         if threading.current_thread() is self._reader:
             self._transport.close()
 

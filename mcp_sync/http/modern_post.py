@@ -93,6 +93,7 @@ class ModernAnswers:
                 [("Retry-After", str(max(1, math.ceil(app.stream_retry))))],
             )
         sse = listen or (wants_sse and not app.json_response)
+        disconnected = disconnect_probe(environ)  # now: once the handler runs, wait at once
         try:
             served = StatelessRequest(
                 app.server,
@@ -107,7 +108,7 @@ class ModernAnswers:
             if slot is not None:
                 slot()
             raise
-        return self._answer(served, sse, slot, disconnect_probe(environ), start_response)
+        return self._answer(served, sse, slot, disconnected, start_response)
 
     def _answer(
         self,

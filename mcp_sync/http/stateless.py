@@ -140,11 +140,14 @@ class StatelessRequest:
         self.stream: EventStream = stream
         self.client_gone = False
         """True once :meth:`first_event` saw that the client closed its connection."""
+        # last: the request goes to a worker now, and this thread should wait for its answer
+        # at once (work done here meanwhile holds the GIL the worker needs to start). No
+        # request_received(): nothing but this request ever reaches a one-shot session, so
+        # no cancellation can come before it.
         if decoded:
             self._session.endpoint.receive_decoded(line, request)
         else:
             self._session.endpoint.receive_line(line)
-        self._transport.request_received(request.id)
 
     def first_event(
         self, timeout: float, disconnected: Callable[[], bool] | None = None

@@ -139,7 +139,13 @@ class ServerSession(Session):
         it): make its :class:`RequestScope` and ask the lifecycle how to serve it. Raises
         the error owed to the client; an ``initialize`` is taken here, so that it pins the
         handshake era before any later request is admitted."""
-        scope = RequestScope(self, request.token, request=request, principal=self._sender(request))
+        scope = RequestScope(
+            self,
+            request.token,
+            request=request,
+            principal=self._sender(request),
+            kept_by_request=True,
+        )
         request.context = scope
         method, params = request.method, request.params
         if method == "ping":

@@ -4,6 +4,7 @@ the client's declarations) and requests to the client tied to the handler's toke
 from __future__ import annotations
 
 import contextlib
+import weakref
 from collections.abc import Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -57,10 +58,19 @@ class RequestScope:
         request: InboundRequest | None = None,
         admission: Admission | None = None,
         principal: Principal | None = None,
+        kept_by_request: bool = False,
     ) -> None:
         self._session = session
         self._token = token
-        self._request = request
+        # the scope a request keeps as its context (``kept_by_request``) refers back to it
+        # weakly: the two would otherwise keep each other, and the session with them, alive
+        # until the garbage collector runs (the HTTP app makes a session per 2026-07-28
+        # request). Whoever reaches this scope holds the request: through its context, or
+        # in the handler's Context.
+        self._request_ref = (
+            weakref.ref(request) if kept_by_request and request is not None else None
+        )
+        self._request = None if self._request_ref is not None else request
         self._request_id = request.id if request is not None and request_id is None else request_id
         self.admission = admission
         """How the session admitted the request (its era and envelope); ``None`` until then."""
@@ -82,7 +92,8 @@ class RequestScope:
     def request(self) -> InboundRequest | None:
         """The inbound request this scope serves (``None`` for a scope made by
         :meth:`ServerSession.scoped` without one)."""
-        return self._request
+        ref = self._request_ref
+        return self._request if ref is None else ref()
 
     @property
     def token(self) -> CancelToken:
@@ -96,7 +107,7 @@ class RequestScope:
             self._session,
             token,
             self._request_id,
-            request=self._request,
+            request=self.request,
             admission=self.admission,
             principal=self.principal,
         )
@@ -204,7 +215,8 @@ class RequestScope:
 
     def _collecting(self) -> InputRound | None:
         """The 2026-07-28 input round that answers this request's requests to the client."""
-        root = self._request.context if self._request is not None else None
+        request = self.request
+        root = request.context if request is not None else None
         current: InputRound | None = getattr(root, "input_round", None)
         return current if current is not None and current.collects else None
 
@@ -295,11 +307,10 @@ class RequestScope:
             wanted = self.envelope.log_level
             if wanted is None or LOG_LEVELS.index(level) < LOG_LEVELS.index(wanted):
                 return False
-            return self._session.send_log(
-                level, data, logger, about=self._request, min_level=wanted
-            )
-        if self._request is not None:
-            return self._session.send_log(level, data, logger, about=self._request)
+            return self._session.send_log(level, data, logger, about=self.request, min_level=wanted)
+        request = self.request
+        if request is not None:
+            return self._session.send_log(level, data, logger, about=request)
         return self._session.send_log(level, data, logger, related_request=self._request_id)
 
     def __getattr__(self, name: str) -> Any:

@@ -9,6 +9,7 @@ Judged with raw ``httpx`` requests against real WSGI servers (the built-in one a
 from __future__ import annotations
 
 import base64
+import gc
 import io
 import json
 from collections.abc import Callable, Iterator
@@ -19,7 +20,7 @@ import pytest
 from support.http import ACCEPT_BOTH, run_waitress
 from support.messages import initialize_request, notification
 from support.probes import GateProbe
-from support.waiting import WAIT
+from support.waiting import WAIT, wait_until
 
 from mcp_sync import Context, Server
 from mcp_sync import endpoint as endpoint_module
@@ -391,5 +392,30 @@ def test_a_2026_body_is_parsed_once(monkeypatch: pytest.MonkeyPatch) -> None:
             assert json.loads(data)["result"]["content"][0]["text"] == text
         assert len(lines) == 1  # the second body only
         assert b"\\ud800" in lines[0]
+    finally:
+        app.close()
+
+
+def test_a_2026_request_leaves_nothing_for_the_garbage_collector() -> None:
+    # the one-shot session, its endpoint and the request's scope are freed as the request
+    # ends: none of them keeps another alive through a reference cycle, so the collector
+    # (whose runs the app's allocations would otherwise trigger again and again) finds no
+    # garbage
+    app = McpWsgiApp(make_modern_server(), path="/mcp")
+    body = modern("tools/call", {"name": "echo", "arguments": {"text": "hi"}})
+    data = json.dumps(body).encode()
+    try:
+        _call_app(app, data, headers_for(body))  # whatever is made once, for good
+        gc.collect()
+        gc.disable()
+        try:
+            for _ in range(5):
+                status, answer = _call_app(app, data, headers_for(body))
+                assert json.loads(answer)["result"]["content"][0]["text"] == "hi", (status, answer)
+            # the worker that ran the handlers lets go of them once it waits for the next
+            wait_until(lambda: app.pool.stats().busy == 0, "the worker is idle")
+            assert gc.collect() == 0
+        finally:
+            gc.enable()
     finally:
         app.close()
