@@ -347,7 +347,7 @@ def test_server_ignores_a_cancellation_of_initialize():
     session = ServerSession(server, server_side, max_workers=2)
     started, release = threading.Event(), threading.Event()
     tokens = []
-    original = session._handlers["initialize"]
+    original = session._on_initialize
 
     def gated_initialize(request, token):
         tokens.append(token)
@@ -355,7 +355,7 @@ def test_server_ignores_a_cancellation_of_initialize():
         release.wait(WAIT)
         return original(request, token)
 
-    session._handlers["initialize"] = gated_initialize
+    session._on_initialize = gated_initialize  # type: ignore[method-assign]
     session.endpoint.start()
     raw = Endpoint(client_side).start()
     try:

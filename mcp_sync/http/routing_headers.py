@@ -109,8 +109,12 @@ def check_routing_headers(environ: Mapping[str, Any], method: str, params: Any) 
     equal it (a body without one is refused by admission, -32602); ``Mcp-Method`` must equal
     the method; ``Mcp-Name`` must equal the named parameter of :data:`NAME_PARAMS` methods."""
     version = _header(environ, _VERSION_HEADER)
-    meta = params.get("_meta") if isinstance(params, Mapping) else None
-    body_version = meta.get(PROTOCOL_VERSION_KEY) if isinstance(meta, Mapping) else None
+    # type() first: a dict (what JSON decodes to) needs no ABC check
+    mapping = type(params) is dict or isinstance(params, Mapping)
+    meta = params.get("_meta") if mapping else None
+    body_version = (
+        meta.get(PROTOCOL_VERSION_KEY) if type(meta) is dict or isinstance(meta, Mapping) else None
+    )
     if version is None:
         return _mismatch("the MCP-Protocol-Version header is missing")
     if isinstance(body_version, str) and version != body_version:
@@ -130,7 +134,7 @@ def check_routing_headers(environ: Mapping[str, Any], method: str, params: Any) 
         return _mismatch(
             f"the Mcp-Name header is missing (a {method} request repeats params.{key} in it)"
         )
-    expected = params.get(key) if isinstance(params, Mapping) else None
+    expected = params.get(key) if mapping else None
     decoded = decode_header_value(sent_name)
     if decoded is None:
         return _mismatch("Mcp-Name is not valid =?base64?...?= text")

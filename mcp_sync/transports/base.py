@@ -210,8 +210,9 @@ class CallerReadTransport(Protocol):
         ...
 
 
-_CONFORMING: dict[tuple[type, type], bool] = {}
-"""``(class of a transport, protocol) -> whether it conforms``, filled by :func:`_conforms`."""
+_CONFORMING: dict[tuple[type, type], bool | None] = {}
+"""``(class of a transport, protocol) -> whether it conforms`` (``None``: ask each
+instance), filled by :func:`_conforms`."""
 
 
 def _conforms(transport: object, protocol: type) -> bool:
@@ -221,14 +222,13 @@ def _conforms(transport: object, protocol: type) -> bool:
     offers is a property of its class (its methods); a class that forwards attributes it
     does not have (``__getattr__``, as a wrapper of another transport does) is asked every
     time, since the answer depends on what it wraps."""
-    cls = type(transport)
-    if hasattr(cls, "__getattr__"):
-        return isinstance(transport, protocol)
-    key = (cls, protocol)
-    answer = _CONFORMING.get(key)
-    if answer is None:
-        answer = _CONFORMING[key] = isinstance(transport, protocol)
-    return answer
+    key = (type(transport), protocol)
+    try:
+        answer = _CONFORMING[key]
+    except KeyError:  # the first transport of its class
+        forwards = hasattr(key[0], "__getattr__")
+        answer = _CONFORMING[key] = None if forwards else isinstance(transport, protocol)
+    return isinstance(transport, protocol) if answer is None else answer
 
 
 def as_routing(transport: Transport) -> RoutingTransport | None:
