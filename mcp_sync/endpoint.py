@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import dataclasses
+import functools
 import logging
 import threading
 import time
@@ -104,6 +105,15 @@ message received, ``->`` for one sent (``mcp-sync --trace`` shows it on stderr).
 def _trace(name: str, direction: str, data: bytes | str) -> None:
     text = data.decode("utf-8", "replace") if isinstance(data, bytes) else data
     _wire.debug("%s %s %s", name, direction, text.rstrip("\r\n"))
+
+
+def _through_gate(gate: threading.Lock, seconds: float) -> bool:
+    """Wait at most ``seconds`` for a lock held until something happens (a gate); True once
+    it did. The gate is released again at once, to let every other waiter through."""
+    if gate.acquire(timeout=seconds):
+        gate.release()
+        return True
+    return False
 
 
 RequestHandler = Callable[[InboundRequest], Any]
@@ -471,15 +481,8 @@ class Endpoint:
 
     def wait_closed(self, timeout: float | None = None) -> bool:
         """Block until the connection is closed; returns :attr:`closed`. Sliced for Ctrl-C."""
-        gate = self._open_gate
-
-        def through_gate(seconds: float) -> bool:
-            if gate.acquire(timeout=seconds):
-                gate.release()  # let every other waiter through too
-                return True
-            return False
-
-        return wait_sliced(lambda: self._closed, through_gate, timeout)
+        gate = functools.partial(_through_gate, self._open_gate)
+        return wait_sliced(lambda: self._closed, gate, timeout)
 
     def add_close_callback(self, callback: Callable[[], Any]) -> None:
         """Run ``callback()`` once the connection is lost (at once if it already is)."""
