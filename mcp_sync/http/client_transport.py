@@ -1,10 +1,16 @@
-"""The client side of Streamable HTTP (revision 2025-11-25), without asyncio.
+"""The client side of Streamable HTTP (revisions 2025-11-25 and 2026-07-28), without asyncio.
 
 Built on httpx's synchronous client (the optional extra ``mcp-sync-threaded[http]``): a
 maintained, thread-safe, connection-pooling client with streaming responses and per-phase
 timeouts, which is what SSE over plain threads needs. Pass your own ``httpx.Client`` (TLS
 certificates, proxies, limits) and any ``httpx.Auth`` (bearer tokens that refresh, custom
 schemes); a client you pass is never closed here.
+
+2026-07-28 requests to an ``http://`` URL, when the transport makes its own client and no
+``auth=`` is given, go through the library's own HTTP/1.1 client instead
+(:mod:`~mcp_sync.http.plain_http`): the same answers, errors, bounds and cancellation at a
+fraction of httpx's cost per request. The httpx client is then made only when a 2025-11-25
+session needs it, so a 2026-07-28-only client never imports httpx.
 
 Every message the endpoint writes is POSTed, and :meth:`HttpClientTransport.write` never
 waits for the network (after the handshake): each request is POSTed by a short-lived thread
@@ -73,6 +79,8 @@ from ..transports.base import FailCall, OutboundMeta
 from .client_flight import Flight, track, tracking_transport
 from .client_headers import ToolHeaders, request_headers
 from .client_readers import ReaderPool
+from .http11_parser import HttpProtocolError
+from .plain_http import PlainHttpClient, PlainHttpError, PlainResponse, plain_origin
 from .sse import Oversize, SseParser
 
 __all__ = [
@@ -206,32 +214,30 @@ class HttpClientTransport:
         max_event_bytes: int = MAX_EVENT_BYTES,
         max_response_bytes: int = MAX_RESPONSE_BYTES,
     ) -> None:
-        httpx = _httpx()
         self.url = url
         self._headers = dict(headers or {})
-        self._auth = auth if auth is not None else httpx.USE_CLIENT_DEFAULT
-        if http_client is None:
-            options: dict[str, Any] = {}
-            if url.lower().startswith("http://"):
-                # plain HTTP never needs the CA bundle, whose loading costs tens of ms; a
-                # context that trusts nothing fails closed should TLS ever be attempted
-                options["verify"] = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
-            limits = httpx.Limits(max_connections=None, max_keepalive_connections=32)
-            self._client = httpx.Client(
-                timeout=httpx.Timeout(connect=connect_timeout, read=None, write=30.0, pool=None),
-                transport=tracking_transport(httpx, limits=limits, **options),
-                limits=limits,
-                **options,
-            )
-            self._owns_client = True
-        else:
-            self._client = http_client
-            self._owns_client = False
-            track(getattr(http_client, "_transport", None))  # cancel before the headers too
-        base = self._client.timeout
-        self._timeout = httpx.Timeout(
-            connect=base.connect, read=None, write=base.write, pool=base.pool
+        self._auth_option = auth
+        self._connect_timeout = connect_timeout
+        self._httpx_lock = threading.Lock()
+        self._httpx_client: Any = None  # made when first needed (see _client)
+        self._auth: Any = None
+        self._timeout: Any = None
+        self._owns_client = http_client is None
+        # 2026-07-28 requests to an http:// URL, with no user client or auth flow to honour,
+        # go through the client's own HTTP/1.1 pool (plain_http): a fraction of the cost
+        self._plain = (
+            PlainHttpClient(url, connect_timeout=connect_timeout)
+            if http_client is None and auth is None and plain_origin(url)
+            else None
         )
+        self._send_errors: tuple[type[BaseException], ...] = (
+            (PlainHttpError, HttpProtocolError, Cancelled) if self._plain is not None else ()
+        )
+        if http_client is not None:
+            self._use_httpx(http_client)
+            track(getattr(http_client, "_transport", None))  # cancel before the headers too
+        elif self._plain is None:
+            self._use_httpx(None)
         # beyond a day is no limit (a socket cannot wait for an infinite or huge time)
         self._handshake_timeout = (
             handshake_timeout
@@ -272,6 +278,47 @@ class HttpClientTransport:
         self._caller_reads: dict[tuple[type, Any], _CallerRead | str] = {}
         self.tool_headers = ToolHeaders()
         """The ``x-mcp-header`` annotations learnt from ``tools/list`` answers."""
+
+    @property
+    def _client(self) -> Any:
+        """The ``httpx.Client`` (the user's, or one made now: a transport whose 2026-07-28
+        requests use the plain path makes it only for the 2025-11-25 traffic)."""
+        client = self._httpx_client
+        if client is None:
+            with self._httpx_lock:
+                if self._httpx_client is None:
+                    self._use_httpx(None)
+                client = self._httpx_client
+        return client
+
+    def _use_httpx(self, http_client: Any) -> None:
+        """Set up httpx: ``http_client``, or (``None``) a client of our own."""
+        httpx = _httpx()
+        self._auth = (
+            self._auth_option if self._auth_option is not None else httpx.USE_CLIENT_DEFAULT
+        )
+        if http_client is None:
+            options: dict[str, Any] = {}
+            if self.url.lower().startswith("http://"):
+                # plain HTTP never needs the CA bundle, whose loading costs tens of ms; a
+                # context that trusts nothing fails closed should TLS ever be attempted
+                options["verify"] = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+            limits = httpx.Limits(max_connections=None, max_keepalive_connections=32)
+            http_client = httpx.Client(
+                timeout=httpx.Timeout(
+                    connect=self._connect_timeout, read=None, write=30.0, pool=None
+                ),
+                transport=tracking_transport(httpx, limits=limits, **options),
+                limits=limits,
+                **options,
+            )
+        base = http_client.timeout
+        self._timeout = httpx.Timeout(
+            connect=base.connect, read=None, write=base.write, pool=base.pool
+        )
+        if not self._send_errors:
+            self._send_errors = (httpx.HTTPError, Cancelled)
+        self._httpx_client = http_client
 
     def bind_call_failure(self, fail_call: FailCall) -> None:
         """Called by the endpoint: ``fail_call(request_id, exception, cancel=...)`` fails one
@@ -464,19 +511,24 @@ class HttpClientTransport:
         """POST one 2026-07-28 request and read its answer, handing each message to
         ``deliver`` (no resumption: a stream that ends without the answer fails this call
         only). Runs on a reader thread, or on the caller's (:meth:`read_on_caller`)."""
-        httpx = _httpx()
         request_id = meta.request_id
         key = _key(request_id)
+        plain = self._plain
         try:
             try:
                 headers = {**self._request_headers(modern=True), **routing}
-                response = self._send("POST", headers, data.rstrip(b"\n"), flight.trace())
+                if plain is not None:
+                    response: Any = plain.request(
+                        "POST", {**self._headers, **headers}, data.rstrip(b"\n"), flight=flight
+                    )
+                else:
+                    response = self._send("POST", headers, data.rstrip(b"\n"), flight.trace())
             except AuthorizationError as exc:
                 # the auth flow (mcp_sync.auth) failed a step: this call fails with it
                 if not flight.cancelled:
                     self._fail_one(request_id, exc)
                 return
-            except (httpx.HTTPError, Cancelled) as exc:
+            except self._send_errors as exc:
                 if flight.cancelled:
                     return
                 sent = flight.body_sent
@@ -489,7 +541,11 @@ class HttpClientTransport:
                 )
                 self._fail_one(request_id, failure)
                 return
-            if not flight.attach_response(response):
+            if plain is not None:
+                if flight.cancelled:  # shut down already: nothing more to read
+                    response.close()
+                    return
+            elif not flight.attach_response(response):
                 _abort(response)
                 return
             self._answer_modern(response, meta, flight, deliver)
@@ -555,6 +611,7 @@ class HttpClientTransport:
         """Send one HTTP request with the auth and per-request timeouts (reads wait without
         limit unless ``read_timeout``); the streaming response (raises httpx errors)."""
         extensions = {"trace": trace} if trace is not None else None
+        client = self._client  # made first, with the timeout it sets up
         base = self._timeout
         timeout = (
             base
@@ -563,7 +620,7 @@ class HttpClientTransport:
                 connect=base.connect, read=read_timeout, write=base.write, pool=base.pool
             )
         )
-        request = self._client.build_request(
+        request = client.build_request(
             method,
             self.url,
             content=content,
@@ -571,7 +628,7 @@ class HttpClientTransport:
             timeout=timeout,
             extensions=extensions,
         )
-        return self._client.send(request, stream=True, auth=self._auth)
+        return client.send(request, stream=True, auth=self._auth)
 
     def _post(
         self,
@@ -783,8 +840,10 @@ class HttpClientTransport:
         for thread in threads:
             if thread is not current:
                 thread.join(5.0)
-        if self._owns_client:
-            self._client.close()
+        if self._owns_client and self._httpx_client is not None:
+            self._httpx_client.close()
+        if self._plain is not None:
+            self._plain.close()
 
     # -- helpers ------------------------------------------------------------------------------
     def _request_headers(
@@ -1189,6 +1248,9 @@ def _jsonrpc_error(body: bytes) -> McpError | None:
 def _abort(response: Any) -> None:
     """Close a streaming response from another thread. Closing alone does not wake a thread
     blocked reading it; shutting the socket down does."""
+    if isinstance(response, PlainResponse):
+        response.abort()  # its reader closes it (a socket is closed by one thread only)
+        return
     try:
         stream = response.extensions.get("network_stream")
         sock = stream.get_extra_info("socket") if stream is not None else None

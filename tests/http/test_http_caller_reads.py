@@ -31,6 +31,8 @@ from mcp_sync.http import HttpClientTransport, McpWsgiApp, serve_http
 from mcp_sync.jsonrpc import Request, encode
 from mcp_sync.transports.base import OutboundMeta
 
+pytestmark = pytest.mark.usefixtures("client_path")  # both client paths (conftest)
+
 READER = "mcp_sync-http-reader"
 
 

@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 from support.http import run_waitress
 from support.probes import GateProbe
+from support.raw_http import RawHttpServer, read_request
 from support.waiting import WAIT
 
 from mcp_sync import Client, Context, Server
@@ -23,6 +24,8 @@ from mcp_sync.cancel import CancelToken
 from mcp_sync.errors import Cancelled, ConnectionClosed, McpError, RequestTimeout
 from mcp_sync.http import McpWsgiApp
 from mcp_sync.lifecycle import Era
+
+pytestmark = pytest.mark.usefixtures("client_path")  # both client paths (conftest)
 
 MODERN = "2026-07-28"
 
@@ -455,81 +458,44 @@ def test_progress_on_a_2026_sse_answer_reaches_on_progress(scripted: Any) -> Non
 
 
 # -- cancelling before the answer's headers arrive ------------------------------------------
-class SilentServer:
+class SilentServer(RawHttpServer):
     """A TCP server that reads one HTTP request per connection and never answers 2026
     calls (``server/discover`` is answered, so the client stays on 2026-07-28); it records
     when the client closed a connection whose request it holds. With ``legacy`` it is a
     2025-11-25 server instead: ``initialize`` is answered with a session, notifications and
     bodiless requests (the closing ``DELETE``) get 202, and every other request is held."""
 
+    name = "silent"
+
     def __init__(self, legacy: bool = False) -> None:
-        import socket
-
         self.legacy = legacy
-
-        self.listener = socket.create_server(("127.0.0.1", 0))
-        self.url = f"http://127.0.0.1:{self.listener.getsockname()[1]}/mcp"
         self.held = threading.Event()
         self.closed_by_client = threading.Event()
-        self.threads: list[threading.Thread] = []
-        self.stop = threading.Event()
-        self.acceptor = threading.Thread(target=self._accept, name="silent-accept")
-        self.acceptor.start()
+        super().__init__("/mcp")
 
-    def _accept(self) -> None:
-        while not self.stop.is_set():
-            try:
-                conn, _ = self.listener.accept()
-            except OSError:
-                return
-            thread = threading.Thread(target=self._serve, args=(conn,), name="silent-conn")
-            self.threads.append(thread)
-            thread.start()
-
-    def _serve(self, conn: Any) -> None:
-        conn.settimeout(WAIT)
+    def serve(self, conn: Any) -> None:
         buffer = b""
-        try:
-            while True:
-                while b"\r\n\r\n" not in buffer:
-                    chunk = conn.recv(65536)
-                    if not chunk:
-                        return
-                    buffer += chunk
-                head, _, buffer = buffer.partition(b"\r\n\r\n")
-                length = int(
-                    next(
-                        (
-                            line.split(b":", 1)[1]
-                            for line in head.split(b"\r\n")
-                            if line.lower().startswith(b"content-length:")
-                        ),
-                        b"0",
-                    )
-                )
-                while len(buffer) < length:
-                    buffer += conn.recv(65536)
-                raw, buffer = buffer[:length], buffer[length:]
-                body = json.loads(raw) if raw else {}
-                if self.legacy and self._answer_legacy(conn, body):
-                    continue
-                if body.get("method") == "server/discover":
-                    answer = json.dumps(
-                        {"jsonrpc": "2.0", "id": body["id"], "result": DISCOVER_RESULT}
-                    ).encode()
-                    conn.sendall(
-                        b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
-                        b"Content-Length: %d\r\n\r\n" % len(answer) + answer
-                    )
-                    continue
-                self.held.set()
-                if conn.recv(65536) == b"":  # the client closed the connection
-                    self.closed_by_client.set()
+        while True:
+            request = read_request(conn, buffer)
+            if request is None:
                 return
-        except OSError:
+            _, raw, buffer = request
+            body = json.loads(raw) if raw else {}
+            if self.legacy and self._answer_legacy(conn, body):
+                continue
+            if body.get("method") == "server/discover":
+                answer = json.dumps(
+                    {"jsonrpc": "2.0", "id": body["id"], "result": DISCOVER_RESULT}
+                ).encode()
+                conn.sendall(
+                    b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+                    b"Content-Length: %d\r\n\r\n" % len(answer) + answer
+                )
+                continue
+            self.held.set()
+            if conn.recv(65536) == b"":  # the client closed the connection
+                self.closed_by_client.set()
             return
-        finally:
-            conn.close()
 
     def _answer_legacy(self, conn: Any, body: dict[str, Any]) -> bool:
         """Answer what a 2025-11-25 session needs before its call; False to hold it."""
@@ -549,17 +515,6 @@ class SilentServer:
             conn.sendall(b"HTTP/1.1 202 Accepted\r\nContent-Length: 0\r\n\r\n")
             return True
         return False
-
-    def close(self) -> None:
-        import socket
-
-        self.stop.set()
-        # wake the blocked accept(): closing the listener alone does not
-        socket.create_connection(self.listener.getsockname(), timeout=WAIT).close()
-        self.listener.close()
-        self.acceptor.join(WAIT)
-        for thread in self.threads:
-            thread.join(WAIT)
 
 
 @pytest.fixture
