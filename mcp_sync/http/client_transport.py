@@ -15,8 +15,9 @@ session needs it, so a 2026-07-28-only client never imports httpx.
 Every message the endpoint writes is POSTed, and :meth:`HttpClientTransport.write` never
 waits for the network (after the handshake): each request is POSTed by a short-lived thread
 of its own, which then reads the answer -- JSON, or an SSE stream that it follows to the
-end (HTTP/1.1 needs one connection, and so one blocking reader, per open response).
-Notifications and responses are POSTed in order by one sender thread; a
+end (HTTP/1.1 needs one connection, and so one blocking reader, per open response). On
+the plain path that thread only writes the request, and one selector thread reads the
+answers of all of them (:mod:`~mcp_sync.http.plain_response_loop`). Notifications and responses are POSTed in order by one sender thread; a
 ``notifications/cancelled`` goes as soon as its request's body has been written (never
 before, and without waiting for the answer's headers, which a server answering with JSON
 sends only with the result).
@@ -79,8 +80,9 @@ from ..transports.base import FailCall, OutboundMeta
 from .client_flight import Flight, track, tracking_transport
 from .client_headers import ToolHeaders, request_headers
 from .client_readers import ReaderPool
-from .http11_parser import HttpProtocolError
+from .http11_parser import HttpProtocolError, ResponseEnd, ResponseHead
 from .plain_http import PlainHttpClient, PlainHttpError, PlainResponse, plain_origin
+from .plain_response_loop import ResponseLoop
 from .sse import Oversize, SseParser
 
 __all__ = [
@@ -230,6 +232,9 @@ class HttpClientTransport:
             if http_client is None and auth is None and plain_origin(url)
             else None
         )
+        # the open answers of 2026-07-28 requests nobody waits for on a thread of their own
+        # (futures) are read by one selector thread on the plain path
+        self._loop = ResponseLoop() if self._plain is not None else None
         self._send_errors: tuple[type[BaseException], ...] = (
             (PlainHttpError, HttpProtocolError, Cancelled) if self._plain is not None else ()
         )
@@ -406,8 +411,8 @@ class HttpClientTransport:
         flight = Flight()
         self._modern_sent = True
 
-        def read(deliver: Callable[[bytes], None]) -> None:
-            self._post_modern(data, meta, routing, flight, deliver)
+        def read(deliver: Callable[[bytes], None], to_loop: bool = False) -> None:
+            self._post_modern(data, meta, routing, flight, deliver, to_loop)
 
         with self._lock:
             if key is not None:
@@ -421,7 +426,8 @@ class HttpClientTransport:
                 if caller_runs:
                     self._caller_reads[key] = _CallerRead(meta.request_id, flight, read)
                     return
-        if not self._readers.submit(lambda: read(self._deliver_modern)):
+        to_loop = self._loop is not None
+        if not self._readers.submit(lambda: read(self._deliver_modern, to_loop)):
             raise ConnectionClosed("the HTTP transport is closed")
 
     def _read_elsewhere(self, request_id: Any) -> None:
@@ -507,20 +513,35 @@ class HttpClientTransport:
         routing: dict[str, str],
         flight: Flight,
         deliver: Callable[[bytes], None],
+        to_loop: bool = False,
     ) -> None:
         """POST one 2026-07-28 request and read its answer, handing each message to
         ``deliver`` (no resumption: a stream that ends without the answer fails this call
-        only). Runs on a reader thread, or on the caller's (:meth:`read_on_caller`)."""
+        only). Runs on a reader thread, or on the caller's (:meth:`read_on_caller`); with
+        ``to_loop`` (the plain path) the answer is left to the response loop once the
+        request is written."""
         request_id = meta.request_id
         key = _key(request_id)
         plain = self._plain
+        handed = False
         try:
             try:
                 headers = {**self._request_headers(modern=True), **routing}
                 if plain is not None:
                     response: Any = plain.request(
-                        "POST", {**self._headers, **headers}, data.rstrip(b"\n"), flight=flight
+                        "POST",
+                        {**self._headers, **headers},
+                        data.rstrip(b"\n"),
+                        flight=flight,
+                        wait_head=not to_loop,
                     )
+                    if to_loop:
+                        assert self._loop is not None
+                        sink = _PushedAnswer(self, meta, flight, deliver)
+                        if self._loop.add(response, sink):
+                            handed = True  # the sink forgets the request when it is done
+                            return
+                        response.wait_head()  # the loop is full (or closed): read it here
                 else:
                     response = self._send("POST", headers, data.rstrip(b"\n"), flight.trace())
             except AuthorizationError as exc:
@@ -553,9 +574,10 @@ class HttpClientTransport:
             if not flight.cancelled and not self._closed.is_set():
                 self._fail_one(request_id, ConnectionClosed(f"reading the answer failed: {exc}"))
         finally:
-            with self._lock:
-                if key is not None:
-                    self._forget(key)
+            if not handed:
+                with self._lock:
+                    if key is not None:
+                        self._forget(key)
 
     def _answer_modern(
         self, response: Any, meta: OutboundMeta, flight: Flight, deliver: Callable[[bytes], None]
@@ -570,10 +592,7 @@ class HttpClientTransport:
                 refusal = self._refusal(response)
             finally:
                 response.close()
-            if _concerns_this_request(refusal) or isinstance(refusal, HttpError):
-                self._fail_one(request_id, refusal)
-            else:  # pragma: no cover - _refusal returns one of those
-                self._fail(refusal)
+            self._refused_modern(request_id, refusal)
             return
         content_type = response.headers.get("content-type", "")
         if content_type.startswith("text/event-stream"):
@@ -592,13 +611,23 @@ class HttpClientTransport:
             self._read_json(response, request_id, deliver)
         else:
             response.close()
-            self._fail_one(
-                request_id,
-                HttpError(
-                    status,
-                    f"HTTP {status} from {self.url} is not an MCP answer (Content-Type {content_type!r})",
-                ),
-            )
+            self._not_an_answer(request_id, status, content_type)
+
+    def _refused_modern(self, request_id: Any, refusal: ConnectionClosed | McpError) -> None:
+        """A 2026-07-28 request got an HTTP error: it fails that call."""
+        if _concerns_this_request(refusal) or isinstance(refusal, HttpError):
+            self._fail_one(request_id, refusal)
+        else:  # pragma: no cover - _refusal returns one of those
+            self._fail(refusal)
+
+    def _not_an_answer(self, request_id: Any, status: int, content_type: str) -> None:
+        self._fail_one(
+            request_id,
+            HttpError(
+                status,
+                f"HTTP {status} from {self.url} is not an MCP answer (Content-Type {content_type!r})",
+            ),
+        )
 
     def _send(
         self,
@@ -740,6 +769,18 @@ class HttpClientTransport:
                     chunks.append(chunk)
         finally:
             response.close()
+        self._json_answer(request_id, b"".join(chunks), size, deliver)
+
+    def _json_answer(
+        self,
+        request_id: Any,
+        body: bytes,
+        size: int,
+        deliver: Callable[[bytes], None] | None = None,
+    ) -> None:
+        """Deliver a JSON answer read (``size`` bytes, or its declared length), or fail its
+        call when that is over ``max_response_bytes``."""
+        limit = self._max_response_bytes
         if size > limit:
             _log.warning("dropped a JSON answer over max_response_bytes (%d)", limit)
             self._fail_one(
@@ -749,7 +790,6 @@ class HttpClientTransport:
                 ),
             )
             return
-        body = b"".join(chunks)
         if body.strip():
             (deliver or self._deliver)(body)
 
@@ -835,6 +875,8 @@ class HttpClientTransport:
         for response in responses:
             _abort(response)
         self._readers.close()
+        if self._loop is not None:
+            self._loop.close()
         self._inbox.put(None)
         current = threading.current_thread()
         for thread in threads:
@@ -861,8 +903,10 @@ class HttpClientTransport:
     def _refusal(self, response: Any) -> ConnectionClosed | McpError:
         """What an HTTP error answer means: a JSON-RPC error for one call
         (:class:`~mcp_sync.errors.McpError`), or the end of the connection."""
-        status = response.status_code
-        body = _read_some(response, _ERROR_DETAIL_BYTES)
+        return self._refusal_of(response.status_code, _read_some(response, _ERROR_DETAIL_BYTES))
+
+    def _refusal_of(self, status: int, body: bytes) -> ConnectionClosed | McpError:
+        """What an HTTP error ``status`` with (the start of) ``body`` means."""
         if status == 404 and self.session_id is not None:
             return SessionEnded(404, _detail("the server ended the MCP session (HTTP 404)", body))
         if status == 401:
@@ -986,19 +1030,10 @@ class HttpClientTransport:
         answered = answer_to is None
         try:
             for chunk in response.iter_bytes():
-                for event in parser.feed_bytes(chunk):
-                    if isinstance(event, Oversize):
-                        _log.warning(
-                            "dropped an SSE event over max_event_bytes (%d)", self._max_event_bytes
-                        )
-                        if answer_to is not None or event.id_known:
-                            return event
-                        continue
-                    if event[1] == "message" and event[2].strip():
-                        data = event[2].encode()
-                        if not answered and _answers(data, answer_to):
-                            answered = True
-                        (deliver or self._deliver)(data)
+                outcome = self._sse_chunk(parser, chunk, answer_to, answered, deliver)
+                if isinstance(outcome, Oversize):
+                    return outcome
+                answered = outcome
             return answered
         except Exception:
             # a request's stream that broke after its answer lost nothing (the initialize
@@ -1008,6 +1043,32 @@ class HttpClientTransport:
             with self._lock:
                 self._responses.discard(response)
             response.close()  # unread body left: httpx closes that connection
+
+    def _sse_chunk(
+        self,
+        parser: SseParser,
+        chunk: bytes,
+        answer_to: Any,
+        answered: bool,
+        deliver: Callable[[bytes], None] | None,
+    ) -> bool | Oversize:
+        """Deliver the messages of one chunk of an SSE stream: whether the answer to
+        ``answer_to`` came (so far), or the :class:`~mcp_sync.http.sse.Oversize` that ends
+        the stream (see :meth:`_consume`)."""
+        for event in parser.feed_bytes(chunk):
+            if isinstance(event, Oversize):
+                _log.warning(
+                    "dropped an SSE event over max_event_bytes (%d)", self._max_event_bytes
+                )
+                if answer_to is not None or event.id_known:
+                    return event
+                continue
+            if event[1] == "message" and event[2].strip():
+                data = event[2].encode()
+                if not answered and _answers(data, answer_to):
+                    answered = True
+                (deliver or self._deliver)(data)
+        return answered
 
     def _read_stream(self, response: Any, request_id: Any) -> None:
         parser = SseParser(self._max_event_bytes)
@@ -1165,6 +1226,144 @@ class HttpClientTransport:
             wait = parser.retry_ms / 1000 if parser.retry_ms is not None else policy.delay
             if self._closed.wait(wait):
                 return
+
+
+class _PushedAnswer:
+    """The answer to one 2026-07-28 request, read on the response loop
+    (:mod:`~mcp_sync.http.plain_response_loop`): routed as
+    :meth:`HttpClientTransport._answer_modern` routes a response it reads itself, event by
+    event. What it comes to (an answer delivered, a call failed) is done once the loop
+    closed the response -- its connection is back in the pool by then -- and the request
+    is forgotten."""
+
+    def __init__(
+        self,
+        transport: HttpClientTransport,
+        meta: OutboundMeta,
+        flight: Flight,
+        deliver: Callable[[bytes], None],
+    ) -> None:
+        self._transport = transport
+        self._meta = meta
+        self._flight = flight
+        self._deliver = deliver
+        self._mode = ""  # "error", "json" or "sse", once the head came
+        self._status = 0
+        self._chunks: list[bytes] = []
+        self._size = 0
+        self._sse = SseParser(transport._max_event_bytes)
+        self._answered = False
+        self._done = False
+        self._outcome: Callable[[], None] | None = None
+
+    def on_events(self, events: list[ResponseHead | bytes | ResponseEnd]) -> bool:
+        for event in events:
+            if isinstance(event, ResponseHead):
+                if not self._begin(event):
+                    return False
+            elif isinstance(event, bytes):
+                if not self._data(event):
+                    return False
+            else:
+                self._end()
+        return True
+
+    def _begin(self, head: ResponseHead) -> bool:
+        transport, request_id = self._transport, self._meta.request_id
+        status = self._status = head.status
+        if status >= 400:
+            self._mode = "error"
+            return True
+        content_type = head.headers.get("content-type") or ""
+        if content_type.startswith("text/event-stream"):
+            self._mode = "sse"
+            return True
+        if content_type.startswith("application/json") or (status == 200 and not content_type):
+            self._mode = "json"
+            declared = header_int(head.headers.get("content-length") or "")
+            if declared is not None and declared > transport._max_response_bytes:
+                self._finish(lambda: transport._json_answer(request_id, b"", declared))
+                return False
+            return True
+        self._finish(lambda: transport._not_an_answer(request_id, status, content_type))
+        return False
+
+    def _data(self, chunk: bytes) -> bool:
+        transport, request_id = self._transport, self._meta.request_id
+        if self._mode == "sse":
+            outcome = transport._sse_chunk(
+                self._sse, chunk, request_id, self._answered, self._deliver
+            )
+            if isinstance(outcome, Oversize):
+                self._finish(lambda: transport._fail_oversize(request_id))
+                return False
+            self._answered = outcome
+            return True
+        self._chunks.append(chunk)
+        self._size += len(chunk)
+        if self._mode == "error" and self._size >= _ERROR_DETAIL_BYTES:
+            self._end()  # enough of an error page
+            return False
+        if self._mode == "json" and self._size > transport._max_response_bytes:
+            size = self._size
+            self._finish(lambda: transport._json_answer(request_id, b"", size))
+            return False
+        return True
+
+    def _end(self) -> None:
+        transport, request_id = self._transport, self._meta.request_id
+        body = b"".join(self._chunks)
+        if self._mode == "error":
+            refusal = transport._refusal_of(self._status, body[:_ERROR_DETAIL_BYTES])
+            self._finish(lambda: transport._refused_modern(request_id, refusal))
+        elif self._mode == "json":
+            size = self._size
+            self._finish(lambda: transport._json_answer(request_id, body, size, self._deliver))
+        elif self._answered or self._flight.cancelled:
+            self._finish(None)
+        else:
+            failure = ConnectionClosed(
+                f"the answer stream of {self._meta.method} ended without its answer"
+            )
+            self._finish(lambda: transport._fail_one(request_id, failure))
+
+    def on_failure(self, failure: BaseException) -> None:
+        transport = self._transport
+        if (
+            self._flight.cancelled
+            or transport._closed.is_set()
+            or (self._mode == "sse" and self._answered)
+        ):
+            self._finish(None)
+            return
+        message = (
+            f"reading the answer failed: {failure}"
+            if self._mode
+            else f"HTTP POST to {transport.url} failed: {failure}"
+        )
+        request_id = self._meta.request_id
+        self._finish(lambda: transport._fail_one(request_id, ConnectionClosed(message)))
+        self.on_closed()
+
+    def _finish(self, outcome: Callable[[], None] | None) -> None:
+        """Note what the answer comes to (done by :meth:`on_closed`)."""
+        if not self._done:
+            self._done = True
+            self._outcome = outcome
+
+    def on_closed(self) -> None:
+        outcome, self._outcome = self._outcome, None
+        transport = self._transport
+        try:
+            if outcome is not None:
+                outcome()
+        except Exception:  # pragma: no cover - the outcomes fail calls, they do not raise
+            _log.exception("routing the answer from %s failed", transport.url)
+        finally:
+            key = _key(self._meta.request_id)
+            with transport._lock:
+                if key is not None:
+                    transport._forget(key)
 
 
 _MODERN_MARK = PROTOCOL_VERSION_KEY.encode()

@@ -178,8 +178,10 @@ class PlainHttpClient:
         body: bytes = b"",
         *,
         flight: Flight | None = None,
+        wait_head: bool = True,
     ) -> PlainResponse:
-        """Write one request and wait for its response's head.
+        """Write one request and wait for its response's head (with ``wait_head=False``,
+        return at once: the head is then read by :meth:`PlainResponse.events`).
 
         Raises :class:`RequestNotWritten`, :class:`ConnectionLost`,
         :class:`~mcp_sync.http.http11_parser.HttpProtocolError`, or
@@ -207,7 +209,10 @@ class PlainHttpClient:
                 raise
             if flight is not None:
                 flight.body_sent = True
-            return self._response(conn, method, flight)
+            response = PlainResponse(self, conn, method, flight)
+            if wait_head:
+                response.wait_head()
+            return response
         raise AssertionError("unreachable")  # pragma: no cover
 
     def _write(self, sock: socket.socket, payload: bytes | None, head: bytes, body: bytes) -> None:
@@ -220,33 +225,6 @@ class PlainHttpClient:
             sock.sendall(body)
         finally:
             sock.settimeout(None)
-
-    def _response(self, conn: _Connection, method: str, flight: Flight | None) -> PlainResponse:
-        parser = conn.parser
-        if parser is None:
-            parser = conn.parser = ResponseParser(method)
-        else:
-            parser.next_request(method)
-        try:
-            while True:
-                event = parser.next_event()
-                if event is NEED_DATA:
-                    data = conn.sock.recv(_RECV)
-                    if data:
-                        parser.feed(data)
-                    else:
-                        parser.feed_eof()
-                    continue
-                assert isinstance(event, ResponseHead)
-                return PlainResponse(self, conn, event, flight)
-        except (OSError, HttpProtocolError) as exc:
-            conn.close()
-            if isinstance(exc, HttpProtocolError) and parser.received_any:
-                raise
-            raise ConnectionLost(f"no response: {exc}") from exc
-        except BaseException:
-            conn.close()
-            raise
 
     def _encode_head(self, method: str, headers: Mapping[str, str], body: bytes) -> bytes:
         lines = [f"{method} {self._target} HTTP/1.1\r\n"]
@@ -335,42 +313,113 @@ class PlainResponse:
         self,
         client: PlainHttpClient,
         conn: _Connection,
-        head: ResponseHead,
+        method: str,
         flight: Flight | None,
     ) -> None:
         self._client = client
         self._conn = conn
         self._flight = flight
-        self.status_code = head.status
-        self.reason_phrase = head.reason
-        self.http_version = head.http_version
-        self.headers: Headers = head.headers
+        parser = conn.parser
+        if parser is None:
+            parser = conn.parser = ResponseParser(method)
+        else:
+            parser.next_request(method)
+        self._parser = parser
+        self.head: ResponseHead | None = None
+        """The status line and headers, once they arrived."""
+        self.status_code = 0
+        self.reason_phrase = ""
+        self.http_version = ""
+        self.headers: Headers = Headers([])
         self.end: ResponseEnd | None = None
         """The end of the body, once it was read."""
         self._lock = threading.Lock()
         self._closed = False
 
+    @property
+    def socket(self) -> socket.socket:
+        """The connection's socket (for a selector: readable means :meth:`events` has
+        something to read)."""
+        return self._conn.sock
+
+    def _set_head(self, head: ResponseHead) -> None:
+        self.head = head
+        self.status_code = head.status
+        self.reason_phrase = head.reason
+        self.http_version = head.http_version
+        self.headers = head.headers
+
+    def wait_head(self) -> None:
+        """Block until the head arrived (the connection is closed if that fails)."""
+        parser = self._parser
+        try:
+            while True:
+                event = parser.next_event()
+                if event is NEED_DATA:
+                    self._receive()
+                    continue
+                assert isinstance(event, ResponseHead)
+                self._set_head(event)
+                return
+        except (OSError, ConnectionLost, HttpProtocolError) as exc:
+            self._conn.close()
+            if isinstance(exc, HttpProtocolError) and parser.received_any:
+                raise
+            raise ConnectionLost(f"no response: {exc}") from exc
+        except BaseException:
+            self._conn.close()
+            raise
+
+    def _receive(self) -> None:
+        """One ``recv`` into the parser (raises :class:`ConnectionLost`)."""
+        try:
+            data = self._conn.sock.recv(_RECV)
+        except OSError as exc:
+            raise ConnectionLost(f"reading the response failed: {exc}") from exc
+        if data:
+            self._parser.feed(data)
+            return
+        if self._flight is not None and self._flight.cancelled:
+            raise ConnectionLost("the request was cancelled")
+        self._parser.feed_eof()
+
+    def events(self, *, receive: bool = True) -> list[ResponseHead | bytes | ResponseEnd]:
+        """What arrived, parsed: after one ``recv`` (which blocks unless the socket is
+        readable) with ``receive``, else only what was received already. For a reader
+        that waits on many responses at once (a selector); raises :class:`ConnectionLost`
+        or :class:`~mcp_sync.http.http11_parser.HttpProtocolError`."""
+        if self._closed:
+            raise ConnectionLost("the response is closed")
+        if receive:
+            self._receive()
+        out: list[ResponseHead | bytes | ResponseEnd] = []
+        parser = self._parser
+        try:
+            while self.end is None:
+                event = parser.next_event()
+                if event is NEED_DATA:
+                    break
+                if isinstance(event, ResponseHead):
+                    self._set_head(event)
+                elif isinstance(event, ResponseEnd):
+                    self.end = event
+                out.append(event)  # type: ignore[arg-type]
+        except HttpProtocolError as exc:
+            if self.head is None and not parser.received_any:
+                raise ConnectionLost(f"no response: {exc}") from exc
+            raise
+        return out
+
     def iter_bytes(self) -> Iterator[bytes]:
         """The body's bytes as they arrive (raises :class:`ConnectionLost` or
         :class:`~mcp_sync.http.http11_parser.HttpProtocolError` when it breaks)."""
-        conn = self._conn
-        parser = conn.parser
-        assert parser is not None
+        parser = self._parser
         while self.end is None:
             if self._closed:
                 raise ConnectionLost("the response is closed")
             event = parser.next_event()
             if event is NEED_DATA:
-                try:
-                    data = conn.sock.recv(_RECV)
-                except OSError as exc:
-                    raise ConnectionLost(f"reading the response failed: {exc}") from exc
-                if data:
-                    parser.feed(data)
-                    continue
-                if self._flight is not None and self._flight.cancelled:
-                    raise ConnectionLost("the request was cancelled")
-                parser.feed_eof()
+                self._receive()
             elif isinstance(event, bytes):
                 yield event
             else:

@@ -21,7 +21,14 @@ from support.waiting import WAIT
 
 from mcp_sync import Client, Context, Server
 from mcp_sync.cancel import CancelToken
-from mcp_sync.errors import Cancelled, ConnectionClosed, McpError, RequestTimeout
+from mcp_sync.errors import (
+    Cancelled,
+    ConnectionClosed,
+    HttpError,
+    McpError,
+    RequestTimeout,
+    ResponseTooLarge,
+)
 from mcp_sync.http import McpWsgiApp
 from mcp_sync.lifecycle import Era
 
@@ -664,3 +671,46 @@ def test_a_32022_on_a_call_fails_that_call_only(scripted: Any) -> None:
         assert client.call_tool("ok", {}).content[0].text == "fine"
         assert client.era is Era.MODERN
     assert [post["params"].get("name") for post in app.modern_posts[1:]] == ["refused", "ok"]
+
+
+def _future_answers(request: dict[str, Any], answer: str) -> tuple[str, str, bytes]:
+    if request["method"] == "server/discover":
+        found = {"jsonrpc": "2.0", "id": request["id"], "result": DISCOVER_RESULT}
+        return "200 OK", "application/json", json.dumps(found).encode()
+    if answer == "jsonrpc-400":
+        return "400 Bad Request", "application/json", _error(request, -32602)
+    if answer == "html-404":
+        return "404 Not Found", "text/html", b"<html><body>Not Found</body></html>"
+    if answer == "html-200":
+        return "200 OK", "text/html", b"<!doctype html><p>a web page</p>"
+    if answer == "json-oversize":
+        return "200 OK", "application/json", b'{"pad":"' + b"x" * 8192 + b'"}'
+    if answer == "sse-oversize":
+        return "200 OK", "text/event-stream", b"data: " + b"x" * 8192 + b"\n\n"
+    assert answer == "sse-no-answer"
+    return "200 OK", "text/event-stream", b": nothing but a comment\n\n"
+
+
+@pytest.mark.parametrize(
+    ("answer", "error"),
+    [
+        ("jsonrpc-400", McpError),
+        ("html-404", HttpError),
+        ("html-200", HttpError),
+        ("json-oversize", ResponseTooLarge),
+        ("sse-oversize", ResponseTooLarge),
+        ("sse-no-answer", ConnectionClosed),
+    ],
+)
+def test_a_future_fails_as_a_blocking_call_does(
+    scripted: Any, answer: str, error: type[Exception]
+) -> None:
+    """A future's answer is read elsewhere (a reader thread, or the plain path's response
+    loop) than a blocking call's: both fail the same, and the client lives on."""
+    url, _app = scripted(lambda request: _future_answers(request, answer))
+    with Client.http(url, max_response_bytes=4096, max_event_bytes=4096) as client:
+        future = client.call_tool_future("anything", {})
+        with pytest.raises(error):
+            future.result(WAIT)
+        with pytest.raises(error):
+            client.call_tool("anything", {})
