@@ -12,6 +12,11 @@ reading the answer; the connection is discarded, never reused.
 An ``httpx.Client`` of the user's own gets the same backend on its default transport (its
 new connections only; it changes nothing else). Through a mounted transport (a proxy, a
 custom transport) a cancel before the headers arrive closes the stream the moment they do.
+
+The client's own plain ``http://`` path (:mod:`~mcp_sync.http.plain_http`) needs no tracing:
+it hands the flight its connection's socket before it writes the request
+(:meth:`Flight.attach_socket`), and marks the request finished when its response, read to
+the end, is closed (:meth:`Flight.release`), before the connection goes back to the pool.
 """
 
 from __future__ import annotations
@@ -39,6 +44,7 @@ class Flight:
         self._finished = False  # the response was closed: its connection may serve another
         self._stream: Any = None
         self._response: Any = None
+        self._socket: socket.socket | None = None  # the plain path's connection
 
     def trace(self) -> Any:
         """The httpcore ``trace`` callback for this request's POST."""
@@ -68,6 +74,19 @@ class Flight:
         response.stream = _release_guard(response.stream, self)
         return self._attach("_response", response)
 
+    def attach_socket(self, sock: socket.socket) -> bool:
+        """Note the socket the request is about to be written to (the plain ``http://``
+        path); False if the request was cancelled already (nothing is written then)."""
+        return self._attach("_socket", sock)
+
+    def release(self) -> bool:
+        """The request's response was read to its end and is being closed: True if its
+        connection may serve another request (the request was not cancelled). From now on
+        a cancel shuts nothing down."""
+        with self._lock:
+            self._finished = True
+            return not self.cancelled
+
     def _attach(self, slot: str, value: Any) -> bool:
         with self._lock:
             if self.cancelled:
@@ -85,6 +104,8 @@ class Flight:
             if self._finished:
                 return
             stream, response = self._stream, self._response
+            if self._socket is not None:
+                _shutdown_socket(self._socket)
             if response is not None:
                 network = response.extensions.get("network_stream")
                 stream = network if network is not None else stream
@@ -130,9 +151,17 @@ def _shutdown(stream: Any) -> None:
     """Shut a network stream's socket down (wakes a thread blocked reading it)."""
     try:
         sock = stream.get_extra_info("socket")
-        if sock is not None:
-            sock.shutdown(socket.SHUT_RDWR)
     except Exception:
+        return
+    if sock is not None:
+        _shutdown_socket(sock)
+
+
+def _shutdown_socket(sock: socket.socket) -> None:
+    """Shut a socket down (wakes a thread blocked reading it; its owner closes it)."""
+    try:
+        sock.shutdown(socket.SHUT_RDWR)
+    except OSError:
         pass
 
 

@@ -1,7 +1,8 @@
 """The threads that POST 2026-07-28 requests and read their answers, reused from call to call.
 
-HTTP/1.1 over httpx's blocking client needs one blocked reader per open response, so a
-request in flight holds a thread. Starting a thread per request costs more than the rest of
+HTTP/1.1 over a blocking client (httpx, or the plain path of
+:mod:`~mcp_sync.http.plain_http`) needs one blocked reader per open response, so a request
+in flight holds a thread. Starting a thread per request costs more than the rest of
 a call on a busy machine (``Thread.start`` waits for the new thread to run), so the readers
 are kept: a reader that finished its request waits up to :data:`READER_IDLE` seconds for the
 next one, and at most :data:`MAX_IDLE_READERS` wait at once; a request that finds no idle

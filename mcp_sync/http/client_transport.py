@@ -1,4 +1,4 @@
-"""The client side of Streamable HTTP (revision 2025-11-25), without asyncio.
+"""The client side of Streamable HTTP (revisions 2025-11-25 and 2026-07-28), without asyncio.
 
 Built on httpx's synchronous client (the optional extra ``mcp-sync-threaded[http]``): a
 maintained, thread-safe, connection-pooling client with streaming responses and per-phase
@@ -6,11 +6,18 @@ timeouts, which is what SSE over plain threads needs. Pass your own ``httpx.Clie
 certificates, proxies, limits) and any ``httpx.Auth`` (bearer tokens that refresh, custom
 schemes); a client you pass is never closed here.
 
+2026-07-28 requests to an ``http://`` URL, when the transport makes its own client and no
+``auth=`` is given, go through the library's own HTTP/1.1 client instead
+(:mod:`~mcp_sync.http.plain_http`): the same answers, errors, bounds and cancellation at a
+fraction of httpx's cost per request. The httpx client is then made only when a 2025-11-25
+session needs it, so a 2026-07-28-only client never imports httpx.
+
 Every message the endpoint writes is POSTed, and :meth:`HttpClientTransport.write` never
 waits for the network (after the handshake): each request is POSTed by a short-lived thread
 of its own, which then reads the answer -- JSON, or an SSE stream that it follows to the
-end (HTTP/1.1 needs one connection, and so one blocking reader, per open response).
-Notifications and responses are POSTed in order by one sender thread; a
+end (HTTP/1.1 needs one connection, and so one blocking reader, per open response). On
+the plain path that thread only writes the request, and one selector thread reads the
+answers of all of them (:mod:`~mcp_sync.http.plain_response_loop`). Notifications and responses are POSTed in order by one sender thread; a
 ``notifications/cancelled`` goes as soon as its request's body has been written (never
 before, and without waiting for the answer's headers, which a server answering with JSON
 sends only with the result).
@@ -73,6 +80,9 @@ from ..transports.base import FailCall, OutboundMeta
 from .client_flight import Flight, track, tracking_transport
 from .client_headers import ToolHeaders, request_headers
 from .client_readers import ReaderPool
+from .http11_parser import HttpProtocolError, ResponseEnd, ResponseHead
+from .plain_http import PlainHttpClient, PlainHttpError, PlainResponse, plain_origin
+from .plain_response_loop import ResponseLoop
 from .sse import Oversize, SseParser
 
 __all__ = [
@@ -206,32 +216,33 @@ class HttpClientTransport:
         max_event_bytes: int = MAX_EVENT_BYTES,
         max_response_bytes: int = MAX_RESPONSE_BYTES,
     ) -> None:
-        httpx = _httpx()
         self.url = url
         self._headers = dict(headers or {})
-        self._auth = auth if auth is not None else httpx.USE_CLIENT_DEFAULT
-        if http_client is None:
-            options: dict[str, Any] = {}
-            if url.lower().startswith("http://"):
-                # plain HTTP never needs the CA bundle, whose loading costs tens of ms; a
-                # context that trusts nothing fails closed should TLS ever be attempted
-                options["verify"] = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
-            limits = httpx.Limits(max_connections=None, max_keepalive_connections=32)
-            self._client = httpx.Client(
-                timeout=httpx.Timeout(connect=connect_timeout, read=None, write=30.0, pool=None),
-                transport=tracking_transport(httpx, limits=limits, **options),
-                limits=limits,
-                **options,
-            )
-            self._owns_client = True
-        else:
-            self._client = http_client
-            self._owns_client = False
-            track(getattr(http_client, "_transport", None))  # cancel before the headers too
-        base = self._client.timeout
-        self._timeout = httpx.Timeout(
-            connect=base.connect, read=None, write=base.write, pool=base.pool
+        self._auth_option = auth
+        self._connect_timeout = connect_timeout
+        self._httpx_lock = threading.Lock()
+        self._httpx_client: Any = None  # made when first needed (see _client)
+        self._auth: Any = None
+        self._timeout: Any = None
+        self._owns_client = http_client is None
+        # 2026-07-28 requests to an http:// URL, with no user client or auth flow to honour,
+        # go through the client's own HTTP/1.1 pool (plain_http): a fraction of the cost
+        self._plain = (
+            PlainHttpClient(url, connect_timeout=connect_timeout)
+            if http_client is None and auth is None and plain_origin(url)
+            else None
         )
+        # the open answers of 2026-07-28 requests nobody waits for on a thread of their own
+        # (futures) are read by one selector thread on the plain path
+        self._loop = ResponseLoop() if self._plain is not None else None
+        self._send_errors: tuple[type[BaseException], ...] = (
+            (PlainHttpError, HttpProtocolError, Cancelled) if self._plain is not None else ()
+        )
+        if http_client is not None:
+            self._use_httpx(http_client)
+            track(getattr(http_client, "_transport", None))  # cancel before the headers too
+        elif self._plain is None:
+            self._use_httpx(None)
         # beyond a day is no limit (a socket cannot wait for an infinite or huge time)
         self._handshake_timeout = (
             handshake_timeout
@@ -272,6 +283,47 @@ class HttpClientTransport:
         self._caller_reads: dict[tuple[type, Any], _CallerRead | str] = {}
         self.tool_headers = ToolHeaders()
         """The ``x-mcp-header`` annotations learnt from ``tools/list`` answers."""
+
+    @property
+    def _client(self) -> Any:
+        """The ``httpx.Client`` (the user's, or one made now: a transport whose 2026-07-28
+        requests use the plain path makes it only for the 2025-11-25 traffic)."""
+        client = self._httpx_client
+        if client is None:
+            with self._httpx_lock:
+                if self._httpx_client is None:
+                    self._use_httpx(None)
+                client = self._httpx_client
+        return client
+
+    def _use_httpx(self, http_client: Any) -> None:
+        """Set up httpx: ``http_client``, or (``None``) a client of our own."""
+        httpx = _httpx()
+        self._auth = (
+            self._auth_option if self._auth_option is not None else httpx.USE_CLIENT_DEFAULT
+        )
+        if http_client is None:
+            options: dict[str, Any] = {}
+            if self.url.lower().startswith("http://"):
+                # plain HTTP never needs the CA bundle, whose loading costs tens of ms; a
+                # context that trusts nothing fails closed should TLS ever be attempted
+                options["verify"] = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+            limits = httpx.Limits(max_connections=None, max_keepalive_connections=32)
+            http_client = httpx.Client(
+                timeout=httpx.Timeout(
+                    connect=self._connect_timeout, read=None, write=30.0, pool=None
+                ),
+                transport=tracking_transport(httpx, limits=limits, **options),
+                limits=limits,
+                **options,
+            )
+        base = http_client.timeout
+        self._timeout = httpx.Timeout(
+            connect=base.connect, read=None, write=base.write, pool=base.pool
+        )
+        if not self._send_errors:
+            self._send_errors = (httpx.HTTPError, Cancelled)
+        self._httpx_client = http_client
 
     def bind_call_failure(self, fail_call: FailCall) -> None:
         """Called by the endpoint: ``fail_call(request_id, exception, cancel=...)`` fails one
@@ -359,8 +411,8 @@ class HttpClientTransport:
         flight = Flight()
         self._modern_sent = True
 
-        def read(deliver: Callable[[bytes], None]) -> None:
-            self._post_modern(data, meta, routing, flight, deliver)
+        def read(deliver: Callable[[bytes], None], to_loop: bool = False) -> None:
+            self._post_modern(data, meta, routing, flight, deliver, to_loop)
 
         with self._lock:
             if key is not None:
@@ -374,7 +426,8 @@ class HttpClientTransport:
                 if caller_runs:
                     self._caller_reads[key] = _CallerRead(meta.request_id, flight, read)
                     return
-        if not self._readers.submit(lambda: read(self._deliver_modern)):
+        to_loop = self._loop is not None
+        if not self._readers.submit(lambda: read(self._deliver_modern, to_loop)):
             raise ConnectionClosed("the HTTP transport is closed")
 
     def _read_elsewhere(self, request_id: Any) -> None:
@@ -460,23 +513,43 @@ class HttpClientTransport:
         routing: dict[str, str],
         flight: Flight,
         deliver: Callable[[bytes], None],
+        to_loop: bool = False,
     ) -> None:
         """POST one 2026-07-28 request and read its answer, handing each message to
         ``deliver`` (no resumption: a stream that ends without the answer fails this call
-        only). Runs on a reader thread, or on the caller's (:meth:`read_on_caller`)."""
-        httpx = _httpx()
+        only). Runs on a reader thread, or on the caller's (:meth:`read_on_caller`); with
+        ``to_loop`` (the plain path) the answer is left to the response loop once the
+        request is written."""
         request_id = meta.request_id
         key = _key(request_id)
+        plain = self._plain
+        handed = False
         try:
             try:
                 headers = {**self._request_headers(modern=True), **routing}
-                response = self._send("POST", headers, data.rstrip(b"\n"), flight.trace())
+                if plain is not None:
+                    response: Any = plain.request(
+                        "POST",
+                        {**self._headers, **headers},
+                        data.rstrip(b"\n"),
+                        flight=flight,
+                        wait_head=not to_loop,
+                    )
+                    if to_loop:
+                        assert self._loop is not None
+                        sink = _PushedAnswer(self, meta, flight, deliver)
+                        if self._loop.add(response, sink):
+                            handed = True  # the sink forgets the request when it is done
+                            return
+                        response.wait_head()  # the loop is full (or closed): read it here
+                else:
+                    response = self._send("POST", headers, data.rstrip(b"\n"), flight.trace())
             except AuthorizationError as exc:
                 # the auth flow (mcp_sync.auth) failed a step: this call fails with it
                 if not flight.cancelled:
                     self._fail_one(request_id, exc)
                 return
-            except (httpx.HTTPError, Cancelled) as exc:
+            except self._send_errors as exc:
                 if flight.cancelled:
                     return
                 sent = flight.body_sent
@@ -489,7 +562,11 @@ class HttpClientTransport:
                 )
                 self._fail_one(request_id, failure)
                 return
-            if not flight.attach_response(response):
+            if plain is not None:
+                if flight.cancelled:  # shut down already: nothing more to read
+                    response.close()
+                    return
+            elif not flight.attach_response(response):
                 _abort(response)
                 return
             self._answer_modern(response, meta, flight, deliver)
@@ -497,9 +574,10 @@ class HttpClientTransport:
             if not flight.cancelled and not self._closed.is_set():
                 self._fail_one(request_id, ConnectionClosed(f"reading the answer failed: {exc}"))
         finally:
-            with self._lock:
-                if key is not None:
-                    self._forget(key)
+            if not handed:
+                with self._lock:
+                    if key is not None:
+                        self._forget(key)
 
     def _answer_modern(
         self, response: Any, meta: OutboundMeta, flight: Flight, deliver: Callable[[bytes], None]
@@ -514,10 +592,7 @@ class HttpClientTransport:
                 refusal = self._refusal(response)
             finally:
                 response.close()
-            if _concerns_this_request(refusal) or isinstance(refusal, HttpError):
-                self._fail_one(request_id, refusal)
-            else:  # pragma: no cover - _refusal returns one of those
-                self._fail(refusal)
+            self._refused_modern(request_id, refusal)
             return
         content_type = response.headers.get("content-type", "")
         if content_type.startswith("text/event-stream"):
@@ -536,13 +611,23 @@ class HttpClientTransport:
             self._read_json(response, request_id, deliver)
         else:
             response.close()
-            self._fail_one(
-                request_id,
-                HttpError(
-                    status,
-                    f"HTTP {status} from {self.url} is not an MCP answer (Content-Type {content_type!r})",
-                ),
-            )
+            self._not_an_answer(request_id, status, content_type)
+
+    def _refused_modern(self, request_id: Any, refusal: ConnectionClosed | McpError) -> None:
+        """A 2026-07-28 request got an HTTP error: it fails that call."""
+        if _concerns_this_request(refusal) or isinstance(refusal, HttpError):
+            self._fail_one(request_id, refusal)
+        else:  # pragma: no cover - _refusal returns one of those
+            self._fail(refusal)
+
+    def _not_an_answer(self, request_id: Any, status: int, content_type: str) -> None:
+        self._fail_one(
+            request_id,
+            HttpError(
+                status,
+                f"HTTP {status} from {self.url} is not an MCP answer (Content-Type {content_type!r})",
+            ),
+        )
 
     def _send(
         self,
@@ -555,6 +640,7 @@ class HttpClientTransport:
         """Send one HTTP request with the auth and per-request timeouts (reads wait without
         limit unless ``read_timeout``); the streaming response (raises httpx errors)."""
         extensions = {"trace": trace} if trace is not None else None
+        client = self._client  # made first, with the timeout it sets up
         base = self._timeout
         timeout = (
             base
@@ -563,7 +649,7 @@ class HttpClientTransport:
                 connect=base.connect, read=read_timeout, write=base.write, pool=base.pool
             )
         )
-        request = self._client.build_request(
+        request = client.build_request(
             method,
             self.url,
             content=content,
@@ -571,7 +657,7 @@ class HttpClientTransport:
             timeout=timeout,
             extensions=extensions,
         )
-        return self._client.send(request, stream=True, auth=self._auth)
+        return client.send(request, stream=True, auth=self._auth)
 
     def _post(
         self,
@@ -683,6 +769,18 @@ class HttpClientTransport:
                     chunks.append(chunk)
         finally:
             response.close()
+        self._json_answer(request_id, b"".join(chunks), size, deliver)
+
+    def _json_answer(
+        self,
+        request_id: Any,
+        body: bytes,
+        size: int,
+        deliver: Callable[[bytes], None] | None = None,
+    ) -> None:
+        """Deliver a JSON answer read (``size`` bytes, or its declared length), or fail its
+        call when that is over ``max_response_bytes``."""
+        limit = self._max_response_bytes
         if size > limit:
             _log.warning("dropped a JSON answer over max_response_bytes (%d)", limit)
             self._fail_one(
@@ -692,7 +790,6 @@ class HttpClientTransport:
                 ),
             )
             return
-        body = b"".join(chunks)
         if body.strip():
             (deliver or self._deliver)(body)
 
@@ -778,13 +875,17 @@ class HttpClientTransport:
         for response in responses:
             _abort(response)
         self._readers.close()
+        if self._loop is not None:
+            self._loop.close()
         self._inbox.put(None)
         current = threading.current_thread()
         for thread in threads:
             if thread is not current:
                 thread.join(5.0)
-        if self._owns_client:
-            self._client.close()
+        if self._owns_client and self._httpx_client is not None:
+            self._httpx_client.close()
+        if self._plain is not None:
+            self._plain.close()
 
     # -- helpers ------------------------------------------------------------------------------
     def _request_headers(
@@ -802,8 +903,10 @@ class HttpClientTransport:
     def _refusal(self, response: Any) -> ConnectionClosed | McpError:
         """What an HTTP error answer means: a JSON-RPC error for one call
         (:class:`~mcp_sync.errors.McpError`), or the end of the connection."""
-        status = response.status_code
-        body = _read_some(response, _ERROR_DETAIL_BYTES)
+        return self._refusal_of(response.status_code, _read_some(response, _ERROR_DETAIL_BYTES))
+
+    def _refusal_of(self, status: int, body: bytes) -> ConnectionClosed | McpError:
+        """What an HTTP error ``status`` with (the start of) ``body`` means."""
         if status == 404 and self.session_id is not None:
             return SessionEnded(404, _detail("the server ended the MCP session (HTTP 404)", body))
         if status == 401:
@@ -927,19 +1030,10 @@ class HttpClientTransport:
         answered = answer_to is None
         try:
             for chunk in response.iter_bytes():
-                for event in parser.feed_bytes(chunk):
-                    if isinstance(event, Oversize):
-                        _log.warning(
-                            "dropped an SSE event over max_event_bytes (%d)", self._max_event_bytes
-                        )
-                        if answer_to is not None or event.id_known:
-                            return event
-                        continue
-                    if event[1] == "message" and event[2].strip():
-                        data = event[2].encode()
-                        if not answered and _answers(data, answer_to):
-                            answered = True
-                        (deliver or self._deliver)(data)
+                outcome = self._sse_chunk(parser, chunk, answer_to, answered, deliver)
+                if isinstance(outcome, Oversize):
+                    return outcome
+                answered = outcome
             return answered
         except Exception:
             # a request's stream that broke after its answer lost nothing (the initialize
@@ -949,6 +1043,32 @@ class HttpClientTransport:
             with self._lock:
                 self._responses.discard(response)
             response.close()  # unread body left: httpx closes that connection
+
+    def _sse_chunk(
+        self,
+        parser: SseParser,
+        chunk: bytes,
+        answer_to: Any,
+        answered: bool,
+        deliver: Callable[[bytes], None] | None,
+    ) -> bool | Oversize:
+        """Deliver the messages of one chunk of an SSE stream: whether the answer to
+        ``answer_to`` came (so far), or the :class:`~mcp_sync.http.sse.Oversize` that ends
+        the stream (see :meth:`_consume`)."""
+        for event in parser.feed_bytes(chunk):
+            if isinstance(event, Oversize):
+                _log.warning(
+                    "dropped an SSE event over max_event_bytes (%d)", self._max_event_bytes
+                )
+                if answer_to is not None or event.id_known:
+                    return event
+                continue
+            if event[1] == "message" and event[2].strip():
+                data = event[2].encode()
+                if not answered and _answers(data, answer_to):
+                    answered = True
+                (deliver or self._deliver)(data)
+        return answered
 
     def _read_stream(self, response: Any, request_id: Any) -> None:
         parser = SseParser(self._max_event_bytes)
@@ -1108,6 +1228,144 @@ class HttpClientTransport:
                 return
 
 
+class _PushedAnswer:
+    """The answer to one 2026-07-28 request, read on the response loop
+    (:mod:`~mcp_sync.http.plain_response_loop`): routed as
+    :meth:`HttpClientTransport._answer_modern` routes a response it reads itself, event by
+    event. What it comes to (an answer delivered, a call failed) is done once the loop
+    closed the response -- its connection is back in the pool by then -- and the request
+    is forgotten."""
+
+    def __init__(
+        self,
+        transport: HttpClientTransport,
+        meta: OutboundMeta,
+        flight: Flight,
+        deliver: Callable[[bytes], None],
+    ) -> None:
+        self._transport = transport
+        self._meta = meta
+        self._flight = flight
+        self._deliver = deliver
+        self._mode = ""  # "error", "json" or "sse", once the head came
+        self._status = 0
+        self._chunks: list[bytes] = []
+        self._size = 0
+        self._sse = SseParser(transport._max_event_bytes)
+        self._answered = False
+        self._done = False
+        self._outcome: Callable[[], None] | None = None
+
+    def on_events(self, events: list[ResponseHead | bytes | ResponseEnd]) -> bool:
+        for event in events:
+            if isinstance(event, ResponseHead):
+                if not self._begin(event):
+                    return False
+            elif isinstance(event, bytes):
+                if not self._data(event):
+                    return False
+            else:
+                self._end()
+        return True
+
+    def _begin(self, head: ResponseHead) -> bool:
+        transport, request_id = self._transport, self._meta.request_id
+        status = self._status = head.status
+        if status >= 400:
+            self._mode = "error"
+            return True
+        content_type = head.headers.get("content-type") or ""
+        if content_type.startswith("text/event-stream"):
+            self._mode = "sse"
+            return True
+        if content_type.startswith("application/json") or (status == 200 and not content_type):
+            self._mode = "json"
+            declared = header_int(head.headers.get("content-length") or "")
+            if declared is not None and declared > transport._max_response_bytes:
+                self._finish(lambda: transport._json_answer(request_id, b"", declared))
+                return False
+            return True
+        self._finish(lambda: transport._not_an_answer(request_id, status, content_type))
+        return False
+
+    def _data(self, chunk: bytes) -> bool:
+        transport, request_id = self._transport, self._meta.request_id
+        if self._mode == "sse":
+            outcome = transport._sse_chunk(
+                self._sse, chunk, request_id, self._answered, self._deliver
+            )
+            if isinstance(outcome, Oversize):
+                self._finish(lambda: transport._fail_oversize(request_id))
+                return False
+            self._answered = outcome
+            return True
+        self._chunks.append(chunk)
+        self._size += len(chunk)
+        if self._mode == "error" and self._size >= _ERROR_DETAIL_BYTES:
+            self._end()  # enough of an error page
+            return False
+        if self._mode == "json" and self._size > transport._max_response_bytes:
+            size = self._size
+            self._finish(lambda: transport._json_answer(request_id, b"", size))
+            return False
+        return True
+
+    def _end(self) -> None:
+        transport, request_id = self._transport, self._meta.request_id
+        body = b"".join(self._chunks)
+        if self._mode == "error":
+            refusal = transport._refusal_of(self._status, body[:_ERROR_DETAIL_BYTES])
+            self._finish(lambda: transport._refused_modern(request_id, refusal))
+        elif self._mode == "json":
+            size = self._size
+            self._finish(lambda: transport._json_answer(request_id, body, size, self._deliver))
+        elif self._answered or self._flight.cancelled:
+            self._finish(None)
+        else:
+            failure = ConnectionClosed(
+                f"the answer stream of {self._meta.method} ended without its answer"
+            )
+            self._finish(lambda: transport._fail_one(request_id, failure))
+
+    def on_failure(self, failure: BaseException) -> None:
+        transport = self._transport
+        if (
+            self._flight.cancelled
+            or transport._closed.is_set()
+            or (self._mode == "sse" and self._answered)
+        ):
+            self._finish(None)
+            return
+        message = (
+            f"reading the answer failed: {failure}"
+            if self._mode
+            else f"HTTP POST to {transport.url} failed: {failure}"
+        )
+        request_id = self._meta.request_id
+        self._finish(lambda: transport._fail_one(request_id, ConnectionClosed(message)))
+        self.on_closed()
+
+    def _finish(self, outcome: Callable[[], None] | None) -> None:
+        """Note what the answer comes to (done by :meth:`on_closed`)."""
+        if not self._done:
+            self._done = True
+            self._outcome = outcome
+
+    def on_closed(self) -> None:
+        outcome, self._outcome = self._outcome, None
+        transport = self._transport
+        try:
+            if outcome is not None:
+                outcome()
+        except Exception:  # pragma: no cover - the outcomes fail calls, they do not raise
+            _log.exception("routing the answer from %s failed", transport.url)
+        finally:
+            key = _key(self._meta.request_id)
+            with transport._lock:
+                if key is not None:
+                    transport._forget(key)
+
+
 _MODERN_MARK = PROTOCOL_VERSION_KEY.encode()
 
 _POOL = "pool"
@@ -1189,6 +1447,9 @@ def _jsonrpc_error(body: bytes) -> McpError | None:
 def _abort(response: Any) -> None:
     """Close a streaming response from another thread. Closing alone does not wake a thread
     blocked reading it; shutting the socket down does."""
+    if isinstance(response, PlainResponse):
+        response.abort()  # its reader closes it (a socket is closed by one thread only)
+        return
     try:
         stream = response.extensions.get("network_stream")
         sock = stream.get_extra_info("socket") if stream is not None else None

@@ -82,3 +82,15 @@ def raw() -> Iterator[Callable[..., RawSession]]:
     yield open_session
     for session in sessions:
         session.close()
+
+
+@pytest.fixture(params=["plain", "httpx"])
+def client_path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Run a test over both paths of the HTTP client's 2026-07-28 requests: its own plain
+    HTTP/1.1 client (the default for an ``http://`` URL) and httpx (TLS, a user's client, an
+    auth flow). Modules opt in with ``pytestmark = pytest.mark.usefixtures("client_path")``."""
+    if request.param == "httpx":
+        from mcp_sync.http import client_transport
+
+        monkeypatch.setattr(client_transport, "plain_origin", lambda url: False)
+    return str(request.param)

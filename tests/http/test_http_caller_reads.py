@@ -31,7 +31,10 @@ from mcp_sync.http import HttpClientTransport, McpWsgiApp, serve_http
 from mcp_sync.jsonrpc import Request, encode
 from mcp_sync.transports.base import OutboundMeta
 
+pytestmark = pytest.mark.usefixtures("client_path")  # both client paths (conftest)
+
 READER = "mcp_sync-http-reader"
+RESPONSE_LOOP = "mcp_sync-http-responses"
 
 
 def make_caller_server(probe: GateProbe) -> Server:
@@ -452,7 +455,9 @@ def test_a_send_before_the_claim_is_read_by_the_claiming_caller(served: Served) 
         assert transport._caller_reads == {} and transport._flights == {}
 
 
-def test_a_claim_before_the_send_leaves_the_read_to_a_reader(served: Served) -> None:
+def test_a_claim_before_the_send_leaves_the_read_to_a_reader(
+    served: Served, client_path: str
+) -> None:
     url, _probe, _posts = served
     data = modern_call(url, 7, "echo", {"text": "pooled"})
     with bare_transport(url) as (transport, pooled):
@@ -463,7 +468,8 @@ def test_a_claim_before_the_send_leaves_the_read_to_a_reader(served: Served) -> 
         assert transport._caller_reads == {}
         assert pooled.got.wait(WAIT)
         message, thread = pooled.items[0]
-        assert thread == READER
+        # the plain path's reader writes the request and leaves the answer to the loop
+        assert thread == (RESPONSE_LOOP if client_path == "plain" else READER)
         assert message["result"]["content"][0]["text"] == "pooled"
         assert mine.items == []
 

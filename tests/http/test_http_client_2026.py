@@ -16,13 +16,23 @@ from typing import Any
 import pytest
 from support.http import run_waitress
 from support.probes import GateProbe
+from support.raw_http import RawHttpServer, read_request
 from support.waiting import WAIT
 
 from mcp_sync import Client, Context, Server
 from mcp_sync.cancel import CancelToken
-from mcp_sync.errors import Cancelled, ConnectionClosed, McpError, RequestTimeout
+from mcp_sync.errors import (
+    Cancelled,
+    ConnectionClosed,
+    HttpError,
+    McpError,
+    RequestTimeout,
+    ResponseTooLarge,
+)
 from mcp_sync.http import McpWsgiApp
 from mcp_sync.lifecycle import Era
+
+pytestmark = pytest.mark.usefixtures("client_path")  # both client paths (conftest)
 
 MODERN = "2026-07-28"
 
@@ -455,81 +465,44 @@ def test_progress_on_a_2026_sse_answer_reaches_on_progress(scripted: Any) -> Non
 
 
 # -- cancelling before the answer's headers arrive ------------------------------------------
-class SilentServer:
+class SilentServer(RawHttpServer):
     """A TCP server that reads one HTTP request per connection and never answers 2026
     calls (``server/discover`` is answered, so the client stays on 2026-07-28); it records
     when the client closed a connection whose request it holds. With ``legacy`` it is a
     2025-11-25 server instead: ``initialize`` is answered with a session, notifications and
     bodiless requests (the closing ``DELETE``) get 202, and every other request is held."""
 
+    name = "silent"
+
     def __init__(self, legacy: bool = False) -> None:
-        import socket
-
         self.legacy = legacy
-
-        self.listener = socket.create_server(("127.0.0.1", 0))
-        self.url = f"http://127.0.0.1:{self.listener.getsockname()[1]}/mcp"
         self.held = threading.Event()
         self.closed_by_client = threading.Event()
-        self.threads: list[threading.Thread] = []
-        self.stop = threading.Event()
-        self.acceptor = threading.Thread(target=self._accept, name="silent-accept")
-        self.acceptor.start()
+        super().__init__("/mcp")
 
-    def _accept(self) -> None:
-        while not self.stop.is_set():
-            try:
-                conn, _ = self.listener.accept()
-            except OSError:
-                return
-            thread = threading.Thread(target=self._serve, args=(conn,), name="silent-conn")
-            self.threads.append(thread)
-            thread.start()
-
-    def _serve(self, conn: Any) -> None:
-        conn.settimeout(WAIT)
+    def serve(self, conn: Any) -> None:
         buffer = b""
-        try:
-            while True:
-                while b"\r\n\r\n" not in buffer:
-                    chunk = conn.recv(65536)
-                    if not chunk:
-                        return
-                    buffer += chunk
-                head, _, buffer = buffer.partition(b"\r\n\r\n")
-                length = int(
-                    next(
-                        (
-                            line.split(b":", 1)[1]
-                            for line in head.split(b"\r\n")
-                            if line.lower().startswith(b"content-length:")
-                        ),
-                        b"0",
-                    )
-                )
-                while len(buffer) < length:
-                    buffer += conn.recv(65536)
-                raw, buffer = buffer[:length], buffer[length:]
-                body = json.loads(raw) if raw else {}
-                if self.legacy and self._answer_legacy(conn, body):
-                    continue
-                if body.get("method") == "server/discover":
-                    answer = json.dumps(
-                        {"jsonrpc": "2.0", "id": body["id"], "result": DISCOVER_RESULT}
-                    ).encode()
-                    conn.sendall(
-                        b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
-                        b"Content-Length: %d\r\n\r\n" % len(answer) + answer
-                    )
-                    continue
-                self.held.set()
-                if conn.recv(65536) == b"":  # the client closed the connection
-                    self.closed_by_client.set()
+        while True:
+            request = read_request(conn, buffer)
+            if request is None:
                 return
-        except OSError:
+            _, raw, buffer = request
+            body = json.loads(raw) if raw else {}
+            if self.legacy and self._answer_legacy(conn, body):
+                continue
+            if body.get("method") == "server/discover":
+                answer = json.dumps(
+                    {"jsonrpc": "2.0", "id": body["id"], "result": DISCOVER_RESULT}
+                ).encode()
+                conn.sendall(
+                    b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+                    b"Content-Length: %d\r\n\r\n" % len(answer) + answer
+                )
+                continue
+            self.held.set()
+            if conn.recv(65536) == b"":  # the client closed the connection
+                self.closed_by_client.set()
             return
-        finally:
-            conn.close()
 
     def _answer_legacy(self, conn: Any, body: dict[str, Any]) -> bool:
         """Answer what a 2025-11-25 session needs before its call; False to hold it."""
@@ -549,17 +522,6 @@ class SilentServer:
             conn.sendall(b"HTTP/1.1 202 Accepted\r\nContent-Length: 0\r\n\r\n")
             return True
         return False
-
-    def close(self) -> None:
-        import socket
-
-        self.stop.set()
-        # wake the blocked accept(): closing the listener alone does not
-        socket.create_connection(self.listener.getsockname(), timeout=WAIT).close()
-        self.listener.close()
-        self.acceptor.join(WAIT)
-        for thread in self.threads:
-            thread.join(WAIT)
 
 
 @pytest.fixture
@@ -709,3 +671,46 @@ def test_a_32022_on_a_call_fails_that_call_only(scripted: Any) -> None:
         assert client.call_tool("ok", {}).content[0].text == "fine"
         assert client.era is Era.MODERN
     assert [post["params"].get("name") for post in app.modern_posts[1:]] == ["refused", "ok"]
+
+
+def _future_answers(request: dict[str, Any], answer: str) -> tuple[str, str, bytes]:
+    if request["method"] == "server/discover":
+        found = {"jsonrpc": "2.0", "id": request["id"], "result": DISCOVER_RESULT}
+        return "200 OK", "application/json", json.dumps(found).encode()
+    if answer == "jsonrpc-400":
+        return "400 Bad Request", "application/json", _error(request, -32602)
+    if answer == "html-404":
+        return "404 Not Found", "text/html", b"<html><body>Not Found</body></html>"
+    if answer == "html-200":
+        return "200 OK", "text/html", b"<!doctype html><p>a web page</p>"
+    if answer == "json-oversize":
+        return "200 OK", "application/json", b'{"pad":"' + b"x" * 8192 + b'"}'
+    if answer == "sse-oversize":
+        return "200 OK", "text/event-stream", b"data: " + b"x" * 8192 + b"\n\n"
+    assert answer == "sse-no-answer"
+    return "200 OK", "text/event-stream", b": nothing but a comment\n\n"
+
+
+@pytest.mark.parametrize(
+    ("answer", "error"),
+    [
+        ("jsonrpc-400", McpError),
+        ("html-404", HttpError),
+        ("html-200", HttpError),
+        ("json-oversize", ResponseTooLarge),
+        ("sse-oversize", ResponseTooLarge),
+        ("sse-no-answer", ConnectionClosed),
+    ],
+)
+def test_a_future_fails_as_a_blocking_call_does(
+    scripted: Any, answer: str, error: type[Exception]
+) -> None:
+    """A future's answer is read elsewhere (a reader thread, or the plain path's response
+    loop) than a blocking call's: both fail the same, and the client lives on."""
+    url, _app = scripted(lambda request: _future_answers(request, answer))
+    with Client.http(url, max_response_bytes=4096, max_event_bytes=4096) as client:
+        future = client.call_tool_future("anything", {})
+        with pytest.raises(error):
+            future.result(WAIT)
+        with pytest.raises(error):
+            client.call_tool("anything", {})

@@ -24,6 +24,8 @@ from mcp_sync.errors import HttpError, RequestNotSent
 from mcp_sync.http import serve_http
 from mcp_sync.http.client_transport import HttpClientTransport, ReconnectPolicy
 
+pytestmark = pytest.mark.usefixtures("client_path")  # both client paths (conftest)
+
 
 class RefreshingAuth(httpx.Auth):
     """Adds a bearer token; on 401 fetches a fresh one from ``issuer`` and retries once."""

@@ -26,6 +26,8 @@ from test_http_modern import headers_for, make_modern_server, modern
 from mcp_sync.http import McpWsgiApp, serve_http
 from mcp_sync.http.disconnect import disconnect_probe
 
+pytestmark = pytest.mark.usefixtures("client_path")  # both client paths (conftest)
+
 
 def send_and_vanish(url: str, body: dict[str, Any]) -> socket.socket:
     """POST ``body`` on a raw connection accepting only JSON; returns the socket (close it

@@ -27,6 +27,8 @@ from mcp_sync.errors import ResponseTooLarge
 from mcp_sync.http import serve_http
 from mcp_sync.http.client_transport import ReconnectPolicy
 
+pytestmark = pytest.mark.usefixtures("client_path")  # both client paths (conftest)
+
 HUGE = 256 * 1024 * 1024
 CHUNK = b"x" * (1024 * 1024)
 DEEP = 5000  # deeper than Python's json module can parse (its recursion limit)
