@@ -47,8 +47,16 @@ The tree (stdlib bases in brackets; code that catches those keeps working)::
           +-- InsufficientScope       403 insufficient_scope that a wider grant did not cure
           +-- AuthorizationTimeout    [TimeoutError] no redirect in time, or waited too long
           +-- AuthorizationCancelled  OAuth.cancel() stopped the wait for the user
+     +-- PlainHttpError               internal: a request of the plain HTTP/1.1 client failed
+     |    +-- RequestNotWritten       the server did not get the whole request
+     |    +-- ConnectionLost          the connection broke after the request was written
+     +-- HttpProtocolError            internal: the server's bytes are not valid HTTP/1.1
+          +-- NoResponse              the connection ended before a response began
     [BaseException]
      +-- InputNeeded                  a handler stops until the client's input arrives (a signal)
+
+The two internal families stay inside :mod:`mcp_sync.http`: the client transport turns them
+into :class:`ConnectionClosed` or :class:`RequestNotSent` before a caller sees them.
 
 (:class:`WaitTimeout` is also a :class:`concurrent.futures.TimeoutError`; on Python >= 3.11 it
 is that class.)
@@ -487,3 +495,23 @@ class AuthorizationTimeout(AuthorizationError, TimeoutError):
 class AuthorizationCancelled(AuthorizationError):
     """The authorization was cancelled (``OAuth.cancel()``) while waiting for the user. Not
     a :class:`Cancelled`: the call did not ask for it, and the connection may go on."""
+
+
+class PlainHttpError(Exception):
+    """A request of :class:`~mcp_sync.http.plain_http.PlainHttpClient` failed (internal)."""
+
+
+class RequestNotWritten(PlainHttpError):
+    """The server did not get the whole request (so it cannot have acted on it)."""
+
+
+class ConnectionLost(PlainHttpError):
+    """The connection broke after the request was written: the server may have got it."""
+
+
+class HttpProtocolError(Exception):
+    """The server's bytes are not a valid HTTP/1.1 response (internal)."""
+
+
+class NoResponse(HttpProtocolError):
+    """The connection ended before the first byte of a response."""

@@ -29,6 +29,8 @@ import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
+from ..errors import HttpProtocolError, NoResponse
+
 __all__ = [
     "MAX_CHUNK_LINE_BYTES",
     "MAX_HEADERS",
@@ -50,14 +52,6 @@ MAX_HEADERS = 128
 
 MAX_CHUNK_LINE_BYTES = 4096
 """The longest chunk-size line (with its extensions) of a chunked body."""
-
-
-class HttpProtocolError(Exception):
-    """The server's bytes are not a valid HTTP/1.1 response."""
-
-
-class NoResponse(HttpProtocolError):
-    """The connection ended before the first byte of a response."""
 
 
 class _NeedData:

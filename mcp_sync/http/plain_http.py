@@ -36,7 +36,7 @@ import time
 from collections.abc import Iterator, Mapping
 from urllib.parse import urlsplit
 
-from ..errors import Cancelled
+from ..errors import Cancelled, ConnectionLost, PlainHttpError, RequestNotWritten
 from .client_flight import Flight
 from .http11_parser import (
     NEED_DATA,
@@ -70,18 +70,6 @@ WRITE_TIMEOUT = 30.0
 
 _RECV = 65536
 _ONE_WRITE = 64 * 1024  # bodies up to this size go in the same sendall as the head
-
-
-class PlainHttpError(Exception):
-    """A request of :class:`PlainHttpClient` failed."""
-
-
-class RequestNotWritten(PlainHttpError):
-    """The server did not get the whole request (so it cannot have acted on it)."""
-
-
-class ConnectionLost(PlainHttpError):
-    """The connection broke after the request was written: the server may have got it."""
 
 
 def plain_origin(url: str) -> bool:
