@@ -137,7 +137,7 @@ class ModernAnswers:
             start_response("200 OK", list(SSE_HEADERS))
             timeout = None if slot is not None else app.request_timeout
             # the body's close() (after the answer, or when the client went away) ends it
-            events = served.sse_events(first, app.keepalive, timeout, self._stopping)
+            events = served.sse_events(first, app.keepalive, timeout, self._stopping, disconnected)
             return StandaloneBody(events, finish)
         finish()
         if served.client_gone:

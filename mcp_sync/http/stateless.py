@@ -24,7 +24,7 @@ from ..jsonrpc import INVALID_PARAMS, UNSUPPORTED_PROTOCOL_VERSION, ErrorRespons
 from ..lifecycle import MODERN_VERSIONS, PROTOCOL_VERSION_KEY, Era, Lifecycle
 from ..principal import Principal
 from ..workers import WorkerPool
-from .disconnect import DISCONNECT_POLL
+from .disconnect import poll_slices
 from .routing_headers import http_status_for
 from .session_transport import HttpSessionTransport
 from .sse import EventStream
@@ -139,7 +139,8 @@ class StatelessRequest:
         assert stream is not None  # a fresh transport knows no id yet
         self.stream: EventStream = stream
         self.client_gone = False
-        """True once :meth:`first_event` saw that the client closed its connection."""
+        """True once :meth:`first_event` or :meth:`sse_events` saw that the client closed its
+        connection."""
         # last: the request goes to a worker now, and this thread should wait for its answer
         # at once (work done here meanwhile holds the GIL the worker needs to start). No
         # request_received(): nothing but this request ever reaches a one-shot session, so
@@ -156,15 +157,16 @@ class StatelessRequest:
         notification sent before it; ``None`` when none came or the request was cancelled.
 
         ``disconnected`` (a :func:`~mcp_sync.http.disconnect.disconnect_probe`) is asked
-        every :data:`~mcp_sync.http.disconnect.DISCONNECT_POLL` seconds meanwhile: once it
-        says the client went away, :attr:`client_gone` is set and ``None`` returned at once
+        meanwhile, after each wait of :func:`~mcp_sync.http.disconnect.poll_slices` (1 ms at
+        first, doubling, then every :data:`~mcp_sync.http.disconnect.DISCONNECT_POLL`
+        seconds): once it says the client went away, :attr:`client_gone` is set and ``None`` returned at once
         (the caller's :meth:`end` then cancels the handler)."""
         if disconnected is None:
             return self.stream.wait_for_event(timeout)
         end = time.monotonic() + timeout
-        while True:
+        for poll in poll_slices():
             remaining = end - time.monotonic()
-            data = self.stream.wait_for_event(max(0.0, min(DISCONNECT_POLL, remaining)))
+            data = self.stream.wait_for_event(max(0.0, min(poll, remaining)))
             if data is not None or self.stream.exhausted:
                 return data
             if disconnected():
@@ -172,6 +174,7 @@ class StatelessRequest:
                 return None
             if remaining <= 0:
                 return None
+        return None  # pragma: no cover - poll_slices never ends
 
     @staticmethod
     def answer_of(data: bytes) -> Answer | None:
@@ -203,6 +206,7 @@ class StatelessRequest:
         keepalive: float,
         timeout: float | None,
         stop: threading.Event,
+        disconnected: Callable[[], bool] | None = None,
     ) -> Iterator[bytes]:
         """The body of an SSE answer: ``first`` (or, without one, a keep-alive comment, which
         sends the headers at once), every message the stream gets, in order, and a
@@ -210,8 +214,13 @@ class StatelessRequest:
         Ends without a response when the request is cancelled, the app stops (``stop``: a
         listen stream gets its closing result first), or ``timeout`` seconds pass (``None``: never; the caller's :meth:`end` cancels the
         handler then). A client that closes the stream makes a write fail, or the WSGI
-        server close this iterator: either way :meth:`end` runs and cancels the handler."""
+        server close this iterator: either way :meth:`end` runs and cancels the handler.
+        Where the WSGI server lets the app look (``disconnected``, as for
+        :meth:`first_event`), the connection is also looked at between events, so a client
+        that left is noticed without waiting for the next keep-alive comment: the body
+        ends then (:attr:`client_gone` set) and its close cancels the handler."""
         end = None if timeout is None else time.monotonic() + timeout
+        polls = poll_slices() if disconnected is not None else None
         if first is None:
             yield KEEPALIVE_COMMENT
         else:
@@ -219,12 +228,15 @@ class StatelessRequest:
             if self.answer_to(first) is not None:
                 return
         ping_at = time.monotonic() + keepalive
+        look_at = None if polls is None else time.monotonic() + next(polls)
         while not stop.is_set():
             now = time.monotonic()
             if end is not None and now >= end:
                 return
             # short slices, so that the app's close() (``stop``) is seen at once
             wait = min(ping_at, end if end is not None else ping_at) - now
+            if look_at is not None:
+                wait = min(wait, look_at - now)
             data = self.stream.wait_for_event(max(0.0, min(wait, _STOP_SLICE)))
             if data is not None:
                 yield _frame(data)
@@ -234,6 +246,12 @@ class StatelessRequest:
                 continue
             if self.stream.exhausted:
                 return  # cancelled: no response, ever
+            if look_at is not None and polls is not None and time.monotonic() >= look_at:
+                assert disconnected is not None
+                if disconnected():
+                    self.client_gone = True
+                    return  # the body's close() cancels the handler
+                look_at = time.monotonic() + next(polls)
             if time.monotonic() >= ping_at:
                 yield KEEPALIVE_COMMENT
                 ping_at = time.monotonic() + keepalive

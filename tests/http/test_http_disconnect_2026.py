@@ -29,13 +29,15 @@ from mcp_sync.http.disconnect import disconnect_probe
 pytestmark = pytest.mark.usefixtures("client_path")  # both client paths (conftest)
 
 
-def send_and_vanish(url: str, body: dict[str, Any]) -> socket.socket:
-    """POST ``body`` on a raw connection accepting only JSON; returns the socket (close it
-    to disconnect)."""
+def send_and_vanish(
+    url: str, body: dict[str, Any], accept: str = "application/json"
+) -> socket.socket:
+    """POST ``body`` on a raw connection accepting only JSON (or ``accept``); returns the
+    socket (close it to disconnect)."""
     parts = urlsplit(url)
     data = json.dumps(body).encode()
     headers = {
-        **headers_for(body, Accept="application/json"),
+        **headers_for(body, Accept=accept),
         "Host": parts.netloc,
         "Content-Type": "application/json",
         "Content-Length": str(len(data)),
@@ -96,6 +98,88 @@ def test_a_client_that_stays_gets_its_json_answer(served: tuple[str, GateProbe])
     assert not probe.cancelled("stay").is_set()
 
 
+SSE = "application/json, text/event-stream"
+NO_KEEPALIVE = 3600.0
+"""A keep-alive interval no test waits for: a disconnect must be seen without a write."""
+
+
+def read_sse_head(sock: socket.socket) -> bytes:
+    """Read until the SSE answer's headers have arrived (the call outlived the JSON window)."""
+    reply = b""
+    while b"\r\n\r\n" not in reply:
+        chunk = sock.recv(65536)
+        assert chunk, reply
+        reply += chunk
+    assert b"text/event-stream" in reply, reply
+    return reply
+
+
+@pytest.fixture(params=["embedded", "waitress-lookahead"])
+def served_sse(request: pytest.FixtureRequest) -> Iterator[tuple[str, GateProbe]]:
+    probe = GateProbe()
+    app = McpWsgiApp(
+        make_modern_server(probe), path="/mcp", modern_json_window=0.05, keepalive=NO_KEEPALIVE
+    )
+    if request.param == "embedded":
+        handle = serve_http(app, "127.0.0.1", 0)
+        yield handle.url, probe
+        handle.stop()
+        return
+    from support.http import run_waitress
+
+    base, stop = run_waitress(app, channel_request_lookahead=1)
+    yield str(base) + "/mcp", probe
+    app.close()
+    stop()
+
+
+def test_an_sse_answered_call_is_cancelled_on_disconnect_before_any_keepalive(
+    served_sse: tuple[str, GateProbe],
+) -> None:
+    """The SSE answer looks at its connection between events: a client that left is seen
+    without waiting for the next keep-alive comment (an hour away here) to fail."""
+    url, probe = served_sse
+    body = modern("tools/call", {"name": "gated", "arguments": {"tag": "sse-vanish"}}, 8)
+    sock = send_and_vanish(url, body, accept=SSE)
+    try:
+        assert probe.started("sse-vanish").wait(WAIT)
+        read_sse_head(sock)
+    finally:
+        sock.close()
+    assert probe.cancelled("sse-vanish").wait(WAIT), "the disconnect was not noticed"
+    assert not probe.completed("sse-vanish").is_set()
+
+
+def test_an_sse_answered_call_whose_client_stays_is_answered(
+    served_sse: tuple[str, GateProbe],
+) -> None:
+    url, probe = served_sse
+    body = modern("tools/call", {"name": "gated", "arguments": {"tag": "sse-stay"}}, 9)
+    sock = send_and_vanish(url, body, accept=SSE)
+    try:
+        assert probe.started("sse-stay").wait(WAIT)
+        reply = read_sse_head(sock)
+        probe.release("sse-stay")
+        while b"sse-stay: released" not in reply:
+            chunk = sock.recv(65536)
+            assert chunk, reply
+            reply += chunk
+    finally:
+        sock.close()
+    assert not probe.cancelled("sse-stay").is_set()
+
+
+def test_the_looks_at_a_connection_start_soon_and_back_off() -> None:
+    from itertools import islice, pairwise
+
+    from mcp_sync.http.disconnect import DISCONNECT_FIRST_POLL, DISCONNECT_POLL, poll_slices
+
+    waits = list(islice(poll_slices(), 12))
+    assert waits[0] == DISCONNECT_FIRST_POLL
+    assert all(b == min(2 * a, DISCONNECT_POLL) for a, b in pairwise(waits))
+    assert waits[-1] == DISCONNECT_POLL
+
+
 def test_a_pipelined_next_request_is_not_a_disconnect() -> None:
     left, right = socket.socketpair()
     try:
@@ -151,3 +235,20 @@ def test_under_gunicorn_a_json_answered_call_is_cancelled_on_disconnect(
         sock.close()
     markers = wait_for_marker(events, "CANCELLED hold g", PEER_WAIT)
     assert "COMPLETED hold g" not in markers
+
+
+def test_under_gunicorn_an_sse_answered_call_is_cancelled_on_disconnect(
+    gunicorn: tuple[str, Path],
+) -> None:
+    """The app's keep-alive interval is the default 15 s, longer than the wait below: the
+    disconnect is seen by looking at the socket, not by a failed write."""
+    url, events = gunicorn
+    body = modern("tools/call", {"name": "hold", "arguments": {"tag": "gs"}}, 10)
+    sock = send_and_vanish(url, body, accept=SSE)
+    try:
+        wait_for_marker(events, "STARTED hold gs", PEER_WAIT)
+        read_sse_head(sock)
+    finally:
+        sock.close()
+    markers = wait_for_marker(events, "CANCELLED hold gs", PEER_WAIT)
+    assert "COMPLETED hold gs" not in markers
