@@ -48,11 +48,12 @@ def send_and_vanish(
     return sock
 
 
-@pytest.fixture(params=["embedded", "waitress-lookahead"])
-def served(request: pytest.FixtureRequest) -> Iterator[tuple[str, GateProbe]]:
+def serve_gated(server_kind: str, **options: Any) -> Iterator[tuple[str, GateProbe]]:
+    """The gated tools' app (``options`` for McpWsgiApp) under the built-in server or
+    waitress with ``channel_request_lookahead``; yields its URL and the gates."""
     probe = GateProbe()
-    app = McpWsgiApp(make_modern_server(probe), path="/mcp", modern_json_window=0.05)
-    if request.param == "embedded":
+    app = McpWsgiApp(make_modern_server(probe), path="/mcp", modern_json_window=0.05, **options)
+    if server_kind == "embedded":
         handle = serve_http(app, "127.0.0.1", 0)
         yield handle.url, probe
         handle.stop()
@@ -63,6 +64,11 @@ def served(request: pytest.FixtureRequest) -> Iterator[tuple[str, GateProbe]]:
     yield str(base) + "/mcp", probe
     app.close()
     stop()
+
+
+@pytest.fixture(params=["embedded", "waitress-lookahead"])
+def served(request: pytest.FixtureRequest) -> Iterator[tuple[str, GateProbe]]:
+    yield from serve_gated(request.param)
 
 
 def test_a_json_answered_call_is_cancelled_when_its_client_disconnects(
@@ -116,21 +122,7 @@ def read_sse_head(sock: socket.socket) -> bytes:
 
 @pytest.fixture(params=["embedded", "waitress-lookahead"])
 def served_sse(request: pytest.FixtureRequest) -> Iterator[tuple[str, GateProbe]]:
-    probe = GateProbe()
-    app = McpWsgiApp(
-        make_modern_server(probe), path="/mcp", modern_json_window=0.05, keepalive=NO_KEEPALIVE
-    )
-    if request.param == "embedded":
-        handle = serve_http(app, "127.0.0.1", 0)
-        yield handle.url, probe
-        handle.stop()
-        return
-    from support.http import run_waitress
-
-    base, stop = run_waitress(app, channel_request_lookahead=1)
-    yield str(base) + "/mcp", probe
-    app.close()
-    stop()
+    yield from serve_gated(request.param, keepalive=NO_KEEPALIVE)
 
 
 def test_an_sse_answered_call_is_cancelled_on_disconnect_before_any_keepalive(
