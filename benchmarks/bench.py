@@ -44,6 +44,10 @@ ROWS = [
     ("call_100k_rps", "sequential tools/call, 100 KiB argument /s", "higher"),
     ("concurrent8_rps", "tools/call with 8 concurrent callers /s", "higher"),
     ("concurrent32_rps", "tools/call, 32 concurrent clients /s", "higher"),
+    ("call_1k_client_cpu_us", "client CPU per sequential 1 KiB call (us)", "lower"),
+    ("call_1k_server_cpu_us", "server CPU per sequential 1 KiB call (us)", "lower"),
+    ("concurrent32_client_cpu_us", "client CPU per call, 32 concurrent clients (us)", "lower"),
+    ("concurrent32_server_cpu_us", "server CPU per call, 32 concurrent clients (us)", "lower"),
     ("cancel_median_ms", "cancel -> handler observes it, median (ms)", "lower"),
     ("cancel_p95_ms", "cancel -> handler observes it, p95 (ms)", "lower"),
     (
@@ -156,7 +160,12 @@ def measure_http(calls: int, rounds: int, era: str) -> dict[str, dict[str, objec
             _wait_port(port)
             urls[f"{name} {era}"] = f"http://127.0.0.1:{port}/mcp"
         results = sequential.measure(
-            sequential.http_clients(urls), _env(), calls, rounds, stdio=False
+            sequential.http_clients(urls),
+            _env(),
+            calls,
+            rounds,
+            stdio=False,
+            servers={f"{name} {era}": proc.pid for name, proc in servers.items()},
         )
         for name, url in urls.items():
             print(f"  http: {name}, the other scenarios ...", file=sys.stderr, flush=True)

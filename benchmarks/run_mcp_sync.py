@@ -105,7 +105,8 @@ def main() -> None:
         client = Client.http(args[1], protocol=PROTOCOL)
         transport = "http"
     else:
-        client = Client.stdio(args[args.index("--") + 1 :], stderr="discard")
+        # stdio is compared at 2025-11-25, the revision the official client speaks there
+        client = Client.stdio(args[args.index("--") + 1 :], stderr="discard", protocol="legacy")
         transport = "stdio"
     out: dict[str, object] = {"connect_init_s": time.time() - T_START}
     with client:

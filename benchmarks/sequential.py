@@ -5,6 +5,13 @@ Each client runs in its own process with its own server (``run_mcp_sync.py --com
 connect first; then, for each scenario, each client runs one round of calls in turn, the order
 rotating from round to round, for several rounds. A client's rate is its best round.
 
+Around every round the parent also reads the CPU time (user and system, from ``/proc``) of
+the client process and of its server's processes -- the server of an HTTP column, or the
+client's child processes over stdio -- so that each scenario also reports the CPU it costs
+per call on each side (all its rounds together: ``/proc`` counts in clock ticks, 10 ms
+here, too coarse for one round). On a machine whose speed drifts, CPU per call varies much
+less than calls per second.
+
 Taking turns matters on a shared or virtual machine, where the speed of thread and process
 wake-ups drifts over seconds: back-to-back runs of one library and then the other measure the
 drift as much as the libraries. Interleaved rounds give every client the same conditions.
@@ -12,6 +19,7 @@ drift as much as the libraries. Interleaved rounds give every client the same co
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import time
@@ -31,6 +39,53 @@ SCENARIOS = (
     ("call_100k_rps", "call_100k", 1 / 20, "stdio"),
     ("concurrent32_rps", "concurrent_32", 1 / 2, "http"),
 )
+
+
+CPU_SCENARIOS = {"call_1k": "call_1k", "concurrent_32": "concurrent32"}
+"""Scenarios whose CPU per call is reported, and the prefix of their result keys
+(``<prefix>_client_cpu_us``, ``<prefix>_server_cpu_us``)."""
+
+_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+
+
+def _stat(pid: int) -> tuple[int, float] | None:
+    """``(parent pid, CPU seconds)`` of process ``pid`` from ``/proc``, or ``None``."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return int(fields[1]), (int(fields[11]) + int(fields[12])) / _TICKS
+
+
+def cpu_seconds(pid: int, *, own: bool = True, descendants: bool = False) -> float:
+    """CPU time (user + system) of process ``pid`` (``own``) and/or of every process below
+    it (``descendants``), from ``/proc``; 0.0 where ``/proc`` is not there."""
+    stats: dict[int, tuple[int, float]] = {}
+    if descendants:
+        for entry in os.listdir("/proc") if os.path.isdir("/proc") else ():
+            if entry.isdigit() and (stat := _stat(int(entry))) is not None:
+                stats[int(entry)] = stat
+    total = 0.0
+    if own and (mine := stats.get(pid) or _stat(pid)) is not None:
+        total += mine[1]
+    if descendants:
+        below: set[int] = set()
+        frontier = {pid}
+        while frontier:
+            frontier = {child for child, (parent, _) in stats.items() if parent in frontier}
+            frontier -= below
+            below |= frontier
+        total += sum(stats[child][1] for child in below)
+    return total
+
+
+def calls_done(command: str, count: int) -> int:
+    """How many calls a round of ``count`` runs (a batch splits it evenly among its
+    clients)."""
+    if command == "concurrent_32":
+        return max(1, count // CONCURRENT_CLIENTS) * CONCURRENT_CLIENTS
+    return count
 
 
 def parse_command(line: str) -> tuple[str, int] | None:
@@ -111,12 +166,22 @@ class Driver:
 
 
 def measure(
-    clients: dict[str, list[str]], env: dict[str, str], calls: int, rounds: int, stdio: bool
+    clients: dict[str, list[str]],
+    env: dict[str, str],
+    calls: int,
+    rounds: int,
+    stdio: bool,
+    servers: dict[str, int] | None = None,
 ) -> dict[str, dict[str, object]]:
-    """Interleaved sequential rates: ``{client: {key: best rate, key + "_rounds": [...]}}``.
+    """Interleaved sequential rates: ``{client: {key: best rate, key + "_rounds": [...]}}``,
+    and for :data:`CPU_SCENARIOS` the CPU per call of the client and of the server over all
+    the rounds (microseconds).
 
-    ``clients`` maps a name to the command line of its ``--commands`` process.
+    ``clients`` maps a name to the command line of its ``--commands`` process; ``servers``
+    maps a name to the process id of its server (whose child processes count too); a
+    client without one counts its own child processes as its server.
     """
+    servers = servers or {}
     drivers: dict[str, Driver] = {}
     try:
         for name, argv in clients.items():
@@ -134,18 +199,35 @@ def measure(
                 flush=True,
             )
             rates: dict[str, list[float]] = {name: [] for name in names}
+            cpu: dict[str, list[tuple[float, float]]] = {name: [] for name in names}
             for round_ in range(rounds):
                 shift = round_ % len(names)
                 for name in names[shift:] + names[:shift]:
+                    before = _cpu_pair(drivers[name].proc.pid, servers.get(name))
                     rates[name].append(drivers[name].run(command, count))
+                    after = _cpu_pair(drivers[name].proc.pid, servers.get(name))
+                    cpu[name].append((after[0] - before[0], after[1] - before[1]))
             for name in names:
                 measured = [rate for rate in rates[name] if rate == rate]  # nan: not measured
                 results[name][key] = max(measured) if measured else None
                 results[name][key + "_rounds"] = rates[name]
+                prefix = CPU_SCENARIOS.get(command)
+                if prefix is not None and measured:
+                    done = calls_done(command, count) * rounds  # /proc counts in ticks:
+                    for side, index in (("client", 0), ("server", 1)):  # sum all the rounds
+                        spent = sum(pair[index] for pair in cpu[name])
+                        results[name][f"{prefix}_{side}_cpu_us"] = spent / done * 1e6
         return results
     finally:
         for driver in drivers.values():
             driver.close()
+
+
+def _cpu_pair(client: int, server: int | None) -> tuple[float, float]:
+    """CPU seconds so far of a client process and of its server (see :func:`measure`)."""
+    if server is None:
+        return cpu_seconds(client), cpu_seconds(client, own=False, descendants=True)
+    return cpu_seconds(client), cpu_seconds(server, descendants=True)
 
 
 def stdio_clients(servers: dict[str, Path], floor: bool) -> dict[str, list[str]]:
