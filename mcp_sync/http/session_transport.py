@@ -188,13 +188,14 @@ class HttpSessionTransport:
         related = meta.related_request_id
         if related is not None:
             key = id_key(related)
+            response = meta.kind == "response"
             with self._lock:
-                stream = self._by_request.get(key)
-                json_mode = key in self._json_mode
+                if response:  # it ends the request: forgotten in the same step
+                    stream, json_mode = self._forget_request(key), False
+                else:
+                    stream, json_mode = self._by_request.get(key), key in self._json_mode
             if stream is not None:
-                if meta.kind == "response":
-                    with self._lock:
-                        self._forget_request(key)
+                if response:
                     stream.push(data, last=True)
                     return
                 if json_mode and meta.kind == "notification":
@@ -233,7 +234,8 @@ class HttpSessionTransport:
             self._principals.clear()
             self._early.clear()
         for stream in streams:
-            stream.end()
+            if not stream.ended:  # an answered request's stream ended with its response
+                stream.end()
 
     @property
     def closed(self) -> bool:
