@@ -26,6 +26,7 @@ that request (:meth:`HttpSessionTransport.cancel_arrived`,
 
 from __future__ import annotations
 
+import itertools
 import secrets
 import threading
 from collections import OrderedDict
@@ -39,6 +40,12 @@ from .sse import EventStream
 __all__ = ["HttpSessionTransport", "EARLY_CANCELS", "EARLY_CANCEL_BYTES"]
 
 _KEPT_ENDED_STREAMS = 64
+
+_request_stream_numbers = itertools.count(1)
+"""Names request streams (``r-<n>`` in hex): unique in the process, so that the
+``Last-Event-ID`` of one session's stream names nothing in another. They need not be
+unpredictable -- a stream is looked up only within the session whose id the client sends --
+and a counter costs no system call (every 2026-07-28 request makes a stream)."""
 
 EARLY_CANCELS = 64
 """Cancellations kept per session for requests that have not arrived yet (oldest dropped)."""
@@ -98,7 +105,7 @@ class HttpSessionTransport:
         already has one (a duplicate id). ``principal``: who sent the request (handed to
         the session by :meth:`principal_for` when it admits the request)."""
         key = id_key(request_id)
-        stream = EventStream("r-" + secrets.token_hex(6), self._replay)
+        stream = EventStream(f"r-{next(_request_stream_numbers):x}", self._replay)
         with self._lock:
             if key in self._by_request:
                 return None
@@ -181,13 +188,14 @@ class HttpSessionTransport:
         related = meta.related_request_id
         if related is not None:
             key = id_key(related)
+            response = meta.kind == "response"
             with self._lock:
-                stream = self._by_request.get(key)
-                json_mode = key in self._json_mode
+                if response:  # it ends the request: forgotten in the same step
+                    stream, json_mode = self._forget_request(key), False
+                else:
+                    stream, json_mode = self._by_request.get(key), key in self._json_mode
             if stream is not None:
-                if meta.kind == "response":
-                    with self._lock:
-                        self._forget_request(key)
+                if response:
                     stream.push(data, last=True)
                     return
                 if json_mode and meta.kind == "notification":
@@ -226,7 +234,8 @@ class HttpSessionTransport:
             self._principals.clear()
             self._early.clear()
         for stream in streams:
-            stream.end()
+            if not stream.ended:  # an answered request's stream ended with its response
+                stream.end()
 
     @property
     def closed(self) -> bool:

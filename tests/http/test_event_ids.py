@@ -52,3 +52,20 @@ def test_parse_event_id_never_raises_on_random_input():
                 assert (
                     digits.isascii() and digits.isdigit() and len(digits) <= MAX_EVENT_NUMBER_DIGITS
                 )
+
+
+def test_request_streams_are_named_without_random_bytes_and_never_twice(monkeypatch):
+    # a counter names them (every 2026-07-28 request makes one): no system call per request,
+    # and still an id of one session's stream is nobody else's
+    from mcp_sync.http import session_transport
+
+    def no_random(*_args: object) -> str:
+        raise AssertionError("a request stream drew random bytes")
+
+    monkeypatch.setattr(session_transport.secrets, "token_hex", no_random)
+    first, second = (session_transport.HttpSessionTransport(name) for name in ("a", "b"))
+    streams = [t.open_request_stream(n) for t in (first, second) for n in (1, 2)]
+    ids = [stream.id for stream in streams if stream is not None]
+    assert len(set(ids)) == 4
+    assert all(parse_event_id(f"{i}:0") == (i, 0) for i in ids)
+    assert first.stream(ids[2]) is None and second.stream(ids[0]) is None
