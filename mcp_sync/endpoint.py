@@ -21,7 +21,6 @@ thread is in the middle of a write, that thread writes it too.
 from __future__ import annotations
 
 import concurrent.futures
-import dataclasses
 import functools
 import logging
 import threading
@@ -983,9 +982,17 @@ class Endpoint:
             if isinstance(action, Send):
                 message = action.message
                 data = message if isinstance(message, bytes) else encode(message)
-                meta = describe_outbound(message, related)
-                if caller_reads and meta.kind == "request":
-                    meta = dataclasses.replace(meta, caller_reads=True)
+                if caller_reads and isinstance(message, Request):
+                    meta = OutboundMeta(
+                        "request",
+                        message.method,
+                        request_id=message.id,
+                        related_request_id=related,
+                        caller_reads=True,
+                        params=message.params,
+                    )
+                else:
+                    meta = describe_outbound(message, related)
                 self._outbox.append((data, meta))
 
     def _flush(self, block: bool) -> None:

@@ -78,7 +78,7 @@ from ..jsonrpc import (
 from ..lifecycle import PROTOCOL_VERSION_KEY
 from ..transports.base import FailCall, OutboundMeta
 from .client_flight import Flight, track, tracking_transport
-from .client_headers import ToolHeaders, request_headers
+from .client_headers import ToolHeaders, reads_as_its_json, request_headers
 from .client_readers import ReaderPool
 from .http11_parser import HttpProtocolError, ResponseEnd, ResponseHead
 from .plain_http import PlainHttpClient, PlainHttpError, PlainResponse, plain_origin
@@ -363,7 +363,11 @@ class HttpClientTransport:
         method = meta.method
         is_request = meta.kind == "request"
         if is_request and method is not None and _MODERN_MARK in data:
-            routing = request_headers(method, _params_of(data), self.tool_headers)
+            # the params the endpoint encoded, unless the headers would read them otherwise
+            params = meta.params
+            if not reads_as_its_json(method, params, self.tool_headers):
+                params = _params_of(data)
+            routing = request_headers(method, params, self.tool_headers)
             if routing is not None:
                 self._send_modern(data, meta, routing)
                 return
