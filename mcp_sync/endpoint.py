@@ -28,6 +28,7 @@ import time
 import types
 from collections import Counter, deque
 from collections.abc import Callable, Iterable, Mapping
+from concurrent.futures._base import CANCELLED, CANCELLED_AND_NOTIFIED, FINISHED
 from dataclasses import dataclass
 from typing import Any
 
@@ -145,6 +146,10 @@ CALLBACK_QUEUE_FULL = "callback queue full while a callback waits for a reply"
 while the callback being run waited for a reply from the same connection."""
 
 
+_SETTLED_STATES = frozenset((CANCELLED, CANCELLED_AND_NOTIFIED, FINISHED))
+"""The states of a :class:`concurrent.futures.Future` that is done."""
+
+
 class PendingCall(concurrent.futures.Future):  # type: ignore[type-arg]
     """A request in flight to the peer: a :class:`concurrent.futures.Future` of its result.
 
@@ -163,26 +168,28 @@ class PendingCall(concurrent.futures.Future):  # type: ignore[type-arg]
     blocking method: the raw result is parsed once, by the first thread that asks for it.
     """
 
+    # what most calls leave as it is, read from the class until a call sets its own
+    _request: OutboundRequest | None = None
+    _deadline: deadlines.Deadline | None = None
+    _timeout: float | None = None
+    _reset_on_progress = False
+    _hard_end: float | None = None
+    _on_progress: ProgressCallback | None = None
+    _cancel_token: CancelToken | None = None
+    _cancel_reason: str | None = None
+    _related: RequestId | None = None
+    _decode: Callable[[Any], Any] | None = None
+    _decoded: tuple[Any, BaseException | None] | None = None
+    _caller_reads = False
+    """The caller reads the answer itself, on the first wait (see :meth:`_read_here`)."""
+
     def __init__(self, endpoint: Endpoint, method: str) -> None:
         super().__init__()
         self._endpoint = endpoint
         self.method = method
-        self._request: OutboundRequest | None = None
-        self._deadline: deadlines.Deadline | None = None
-        self._timeout: float | None = None
-        self._reset_on_progress = False
-        self._hard_end: float | None = None
-        self._on_progress: ProgressCallback | None = None
-        self._cancel_token: CancelToken | None = None
-        self._cancel_reason: str | None = None
-        self._related: RequestId | None = None
         # held until the call settles: one uncontended lock is the cheapest way to block
         self._done_gate = threading.Lock()
         self._done_gate.acquire()
-        self._decode: Callable[[Any], Any] | None = None
-        self._decoded: tuple[Any, BaseException | None] | None = None
-        # the caller reads the answer itself, on the first wait (see _read_here)
-        self._caller_reads = False
 
     def decode_result_with(self, decode: Callable[[Any], Any]) -> PendingCall:
         """Make :meth:`result` return ``decode(raw_result)`` (computed once, on first use;
@@ -229,9 +236,14 @@ class PendingCall(concurrent.futures.Future):  # type: ignore[type-arg]
             return self._endpoint._cancel_outbound(self._request, reason)
         return self.cancelled()
 
+    def _settled(self) -> bool:
+        """``done()`` without taking the future's lock (one read of its state: the state is
+        final once settled, and the result or exception was set before it)."""
+        return self._state in _SETTLED_STATES
+
     def _wait_done(self, timeout: float | None) -> bool:
         """Sliced wait until done; returns done(). KeyboardInterrupt cancels the call."""
-        if self.done():
+        if self._settled():
             self._read_here()  # settled before it was read: the transport drops the read
             return True
         callbacks = self._endpoint._callbacks
@@ -240,6 +252,8 @@ class PendingCall(concurrent.futures.Future):  # type: ignore[type-arg]
                 self._read_here()
                 return self._wait_gate(timeout)
         self._read_here()
+        if self._settled():  # read here, to its end: nothing to wait for
+            return True
         return self._wait_gate(timeout)
 
     def _read_here(self) -> None:
@@ -288,10 +302,13 @@ class PendingCall(concurrent.futures.Future):  # type: ignore[type-arg]
         """
         if not self._wait_done(deadlines.check_timeout(timeout)):
             raise WaitTimeout()
-        try:
-            raw = super().result(0)
-        except concurrent.futures.CancelledError:
-            raise Cancelled(self._cancel_reason) from None
+        if self._state == FINISHED and self._exception is None:
+            raw = self._result  # final: set before the state
+        else:
+            try:
+                raw = super().result(0)
+            except concurrent.futures.CancelledError:
+                raise Cancelled(self._cancel_reason) from None
         return raw if self._decode is None else self._decoded_result(raw)
 
     def exception(self, timeout: float | None = None) -> BaseException | None:
@@ -566,9 +583,8 @@ class Endpoint:
         future._on_progress = on_progress
         future._related = related_request
         caller_reads = self._caller_read is not None and take_caller_waits()
-        start = time.monotonic()
         if max_total_timeout is not None:
-            future._hard_end = start + max_total_timeout
+            future._hard_end = time.monotonic() + max_total_timeout
         with self._lock:
             request, actions = self._core.send_request(
                 method,
