@@ -14,6 +14,7 @@ client MUST, and SHOULD log why).
 
 from __future__ import annotations
 
+import functools
 import logging
 import re
 import threading
@@ -163,6 +164,17 @@ class ToolHeaders:
         return headers
 
 
+_cached_name = functools.lru_cache(maxsize=1024)(encode_header_value)
+
+
+def _encoded_name(name: str) -> str:
+    """``encode_header_value(name)``, remembered for the names of a few hundred tools,
+    prompts and short resource URIs (a client calls the same ones again and again)."""
+    return (
+        _cached_name(name) if len(name) <= 256 and type(name) is str else encode_header_value(name)
+    )
+
+
 def request_headers(
     method: str, params: Any, tools: ToolHeaders | None = None
 ) -> dict[str, str] | None:
@@ -177,7 +189,7 @@ def request_headers(
     if key is not None and isinstance(params, Mapping):
         name = params.get(key)
         if isinstance(name, str):
-            headers["Mcp-Name"] = encode_header_value(name)
+            headers["Mcp-Name"] = _encoded_name(name)
             if method == "tools/call" and tools is not None:
                 headers.update(tools.for_call(name, params.get("arguments")))
     return headers
