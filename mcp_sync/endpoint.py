@@ -328,6 +328,9 @@ class PendingCall(concurrent.futures.Future):  # type: ignore[type-arg]
 
     # -- driven by the endpoint ----------------------------------------------------------------
     def _settle(self, action: Settle) -> None:
+        # the registry has forgotten the request: drop its link back to this call, so that
+        # no cycle is left for the garbage collector (the call still knows its request)
+        action.request.context = None
         deadline, self._deadline = self._deadline, None
         if deadline is not None:
             deadline.cancel()
@@ -362,6 +365,9 @@ class PendingCall(concurrent.futures.Future):  # type: ignore[type-arg]
             self.set_exception(exception)
         else:
             self.set_result(result)
+        # they ran (one added from now on runs at once): a callback's object, which may
+        # hold this call (an InputRoundsCall its round), is not kept alive in a cycle
+        self._done_callbacks: list[Callable[[Any], object]] = []
         self._done_gate.release()
 
     def _on_token(self, token: CancelToken) -> None:
