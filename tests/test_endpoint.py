@@ -76,6 +76,23 @@ def test_a_settled_call_is_freed_without_the_garbage_collector():
             gc.enable()
 
 
+def test_a_pending_call_is_waited_for_through_its_own_methods_only():
+    """A PendingCall's future lock has nothing to notify: waiting on it through the base
+    class (which no method of the call does) fails loudly instead of waiting for nothing."""
+    gate = threading.Event()
+    with endpoint_pair({"gated": lambda req: gate.wait(WAIT) and {}}) as p:
+        call = p.client.submit("gated")
+        try:
+            with pytest.raises(RuntimeError, match="waited for with result"):
+                concurrent.futures.Future.result(call, 0.01)
+            done, not_done = concurrent.futures.wait([call], timeout=0)  # takes the lock
+            assert not done and not_done == {call}
+        finally:
+            gate.set()
+        assert call.result(WAIT) == {}
+        assert concurrent.futures.Future.result(call, 0) == {}  # done: answered at once
+
+
 def test_handler_returning_none_gives_empty_result():
     with endpoint_pair({"nothing": lambda req: None}) as p:
         assert p.client.request("nothing") == {}
