@@ -48,6 +48,10 @@ def send_and_wait(send: Callable[[], _Call]) -> Any:
     """``send()`` a request inside :func:`caller_waits`, then block for its result: over a
     transport that allows it (Streamable HTTP at 2026-07-28) the answer is read right here,
     by the caller, with no other thread taking part."""
-    with caller_waits():
+    local = _local
+    local.waits = True  # caller_waits(), inlined: this runs for every blocking call
+    try:
         call = send()
+    finally:
+        local.waits = False
     return call.result()

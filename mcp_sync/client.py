@@ -552,11 +552,26 @@ class Client(Session):
         self.server_instructions = server.instructions
         self.endpoint.drop_requests = "a request from a server at 2026-07-28 (servers send none)"
 
+    _last_envelope: tuple[tuple[Any, ...], RequestEnvelope] | None = None
+    """The latest envelope made, with what it was made of (most calls stamp the same)."""
+
     def _envelope(self) -> RequestEnvelope:
         version = self.lifecycle.protocol_version or LATEST_MODERN_VERSION
-        return RequestEnvelope(
-            version, self._declared(modern=True), self.client_info, self.log_level
+        info = self.client_info  # kept by the envelope: its id names no other dict meanwhile
+        key = (
+            version,
+            self._roots is not None,
+            self.sampling_handler is not None,
+            self.elicitation_handler is not None,
+            id(info),
+            self.log_level,
         )
+        last = self._last_envelope
+        if last is not None and last[0] == key:
+            return last[1]
+        envelope = RequestEnvelope(version, self._declared(modern=True), info, self.log_level)
+        self._last_envelope = (key, envelope)
+        return envelope
 
     def _handshake(self, timeout: float | None) -> dict[str, Any]:
         """``initialize`` and ``notifications/initialized``; the raw result (parsing it

@@ -21,7 +21,6 @@ thread is in the middle of a write, that thread writes it too.
 from __future__ import annotations
 
 import concurrent.futures
-import dataclasses
 import functools
 import logging
 import threading
@@ -29,6 +28,7 @@ import time
 import types
 from collections import Counter, deque
 from collections.abc import Callable, Iterable, Mapping
+from concurrent.futures._base import CANCELLED, CANCELLED_AND_NOTIFIED, FINISHED, PENDING
 from dataclasses import dataclass
 from typing import Any
 
@@ -146,6 +146,30 @@ CALLBACK_QUEUE_FULL = "callback queue full while a callback waits for a reply"
 while the callback being run waited for a reply from the same connection."""
 
 
+_SETTLED_STATES = frozenset((CANCELLED, CANCELLED_AND_NOTIFIED, FINISHED))
+"""The states of a :class:`concurrent.futures.Future` that is done."""
+
+
+class _StateLock(type(threading.RLock())):  # type: ignore[misc]
+    """What a :class:`PendingCall` has where a :class:`concurrent.futures.Future` has its
+    ``Condition``: the same reentrant lock around the future's state (``wait()`` and
+    ``as_completed()`` take it too), but nothing to notify -- nobody waits on it: a pending
+    call is waited for through its gate, and its ``result()``/``exception()`` ask the
+    future's own only once it is done. Entering it runs no Python code, and making one costs
+    a tenth of a ``Condition``."""
+
+    __slots__ = ()
+
+    def notify(self, n: int = 1) -> None:
+        pass
+
+    def notify_all(self) -> None:
+        pass
+
+    def wait(self, timeout: float | None = None) -> bool:
+        raise RuntimeError("a PendingCall is waited for with result(), exception() or wait()")
+
+
 class PendingCall(concurrent.futures.Future):  # type: ignore[type-arg]
     """A request in flight to the peer: a :class:`concurrent.futures.Future` of its result.
 
@@ -164,26 +188,34 @@ class PendingCall(concurrent.futures.Future):  # type: ignore[type-arg]
     blocking method: the raw result is parsed once, by the first thread that asks for it.
     """
 
+    # what most calls leave as it is, read from the class until a call sets its own
+    _request: OutboundRequest | None = None
+    _deadline: deadlines.Deadline | None = None
+    _timeout: float | None = None
+    _reset_on_progress = False
+    _hard_end: float | None = None
+    _on_progress: ProgressCallback | None = None
+    _cancel_token: CancelToken | None = None
+    _cancel_reason: str | None = None
+    _related: RequestId | None = None
+    _decode: Callable[[Any], Any] | None = None
+    _decoded: tuple[Any, BaseException | None] | None = None
+    _caller_reads = False
+    """The caller reads the answer itself, on the first wait (see :meth:`_read_here`)."""
+
     def __init__(self, endpoint: Endpoint, method: str) -> None:
-        super().__init__()
+        # concurrent.futures.Future.__init__, with a _StateLock for its Condition
+        self._condition = _StateLock()
+        self._state = PENDING
+        self._result = None
+        self._exception = None
+        self._waiters: list[Any] = []
+        self._done_callbacks: list[Callable[[Any], object]] = []
         self._endpoint = endpoint
         self.method = method
-        self._request: OutboundRequest | None = None
-        self._deadline: deadlines.Deadline | None = None
-        self._timeout: float | None = None
-        self._reset_on_progress = False
-        self._hard_end: float | None = None
-        self._on_progress: ProgressCallback | None = None
-        self._cancel_token: CancelToken | None = None
-        self._cancel_reason: str | None = None
-        self._related: RequestId | None = None
         # held until the call settles: one uncontended lock is the cheapest way to block
         self._done_gate = threading.Lock()
         self._done_gate.acquire()
-        self._decode: Callable[[Any], Any] | None = None
-        self._decoded: tuple[Any, BaseException | None] | None = None
-        # the caller reads the answer itself, on the first wait (see _read_here)
-        self._caller_reads = False
 
     def decode_result_with(self, decode: Callable[[Any], Any]) -> PendingCall:
         """Make :meth:`result` return ``decode(raw_result)`` (computed once, on first use;
@@ -230,9 +262,14 @@ class PendingCall(concurrent.futures.Future):  # type: ignore[type-arg]
             return self._endpoint._cancel_outbound(self._request, reason)
         return self.cancelled()
 
+    def _settled(self) -> bool:
+        """``done()`` without taking the future's lock (one read of its state: the state is
+        final once settled, and the result or exception was set before it)."""
+        return self._state in _SETTLED_STATES
+
     def _wait_done(self, timeout: float | None) -> bool:
         """Sliced wait until done; returns done(). KeyboardInterrupt cancels the call."""
-        if self.done():
+        if self._settled():
             self._read_here()  # settled before it was read: the transport drops the read
             return True
         callbacks = self._endpoint._callbacks
@@ -241,6 +278,8 @@ class PendingCall(concurrent.futures.Future):  # type: ignore[type-arg]
                 self._read_here()
                 return self._wait_gate(timeout)
         self._read_here()
+        if self._settled():  # read here, to its end: nothing to wait for
+            return True
         return self._wait_gate(timeout)
 
     def _read_here(self) -> None:
@@ -289,10 +328,13 @@ class PendingCall(concurrent.futures.Future):  # type: ignore[type-arg]
         """
         if not self._wait_done(deadlines.check_timeout(timeout)):
             raise WaitTimeout()
-        try:
-            raw = super().result(0)
-        except concurrent.futures.CancelledError:
-            raise Cancelled(self._cancel_reason) from None
+        if self._state == FINISHED and self._exception is None:
+            raw = self._result  # final: set before the state
+        else:
+            try:
+                raw = super().result(0)
+            except concurrent.futures.CancelledError:
+                raise Cancelled(self._cancel_reason) from None
         return raw if self._decode is None else self._decoded_result(raw)
 
     def exception(self, timeout: float | None = None) -> BaseException | None:
@@ -312,6 +354,9 @@ class PendingCall(concurrent.futures.Future):  # type: ignore[type-arg]
 
     # -- driven by the endpoint ----------------------------------------------------------------
     def _settle(self, action: Settle) -> None:
+        # the registry has forgotten the request: drop its link back to this call, so that
+        # no cycle is left for the garbage collector (the call still knows its request)
+        action.request.context = None
         deadline, self._deadline = self._deadline, None
         if deadline is not None:
             deadline.cancel()
@@ -346,6 +391,9 @@ class PendingCall(concurrent.futures.Future):  # type: ignore[type-arg]
             self.set_exception(exception)
         else:
             self.set_result(result)
+        # they ran (one added from now on runs at once): a callback's object, which may
+        # hold this call (an InputRoundsCall its round), is not kept alive in a cycle
+        self._done_callbacks = []
         self._done_gate.release()
 
     def _on_token(self, token: CancelToken) -> None:
@@ -567,9 +615,8 @@ class Endpoint:
         future._on_progress = on_progress
         future._related = related_request
         caller_reads = self._caller_read is not None and take_caller_waits()
-        start = time.monotonic()
         if max_total_timeout is not None:
-            future._hard_end = start + max_total_timeout
+            future._hard_end = time.monotonic() + max_total_timeout
         with self._lock:
             request, actions = self._core.send_request(
                 method,
@@ -983,9 +1030,17 @@ class Endpoint:
             if isinstance(action, Send):
                 message = action.message
                 data = message if isinstance(message, bytes) else encode(message)
-                meta = describe_outbound(message, related)
-                if caller_reads and meta.kind == "request":
-                    meta = dataclasses.replace(meta, caller_reads=True)
+                if caller_reads and isinstance(message, Request):
+                    meta = OutboundMeta(
+                        "request",
+                        message.method,
+                        request_id=message.id,
+                        related_request_id=related,
+                        caller_reads=True,
+                        params=message.params,
+                    )
+                else:
+                    meta = describe_outbound(message, related)
                 self._outbox.append((data, meta))
 
     def _flush(self, block: bool) -> None:

@@ -126,8 +126,10 @@ class InputRoundsCall(PendingCall):
         max_total = deadlines.check_timeout(options.get("max_total_timeout"), "max_total_timeout")
         # with reset_timeout_on_progress each round has the timeout (restarted by its
         # progress); otherwise the timeout, like max_total_timeout, bounds the whole call
-        limits = [t for t in (None if reset else timeout, max_total) if t is not None]
-        self._limit: float | None = min(limits) if limits else None
+        whole = None if reset else timeout
+        self._limit: float | None = (
+            whole if max_total is None else max_total if whole is None else min(whole, max_total)
+        )
         self._limit_is_total = max_total is not None and self._limit == max_total
         self._call_deadline: deadlines.Deadline | None = None
         self._round_options: CallOptions = {

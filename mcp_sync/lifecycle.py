@@ -233,8 +233,8 @@ def _is_mapping(value: object) -> TypeGuard[Mapping[str, Any]]:
 
 
 def _meta_of(params: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
-    meta = params.get("_meta") if _is_mapping(params) else None
-    return meta if _is_mapping(meta) else None
+    meta = params.get("_meta") if params is not None and _is_mapping(params) else None
+    return meta if meta is not None and _is_mapping(meta) else None
 
 
 def _capability_object(capability: str, sub: str | None) -> dict[str, Any]:
@@ -496,7 +496,8 @@ class Lifecycle:
         """(client, modern era) ``params`` with ``envelope`` merged into its ``_meta`` (other
         ``_meta`` members, e.g. ``progressToken``, are kept; ``params`` is not changed)."""
         out = dict(params or {})
-        out["_meta"] = {**(_meta_of(params) or {}), **envelope.to_meta()}
+        own, stamped = _meta_of(params), envelope.to_meta()
+        out["_meta"] = {**own, **stamped} if own else stamped
         return out
 
     def check_send_request(self, method: str) -> None:

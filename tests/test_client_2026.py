@@ -301,6 +301,34 @@ def test_log_level_travels_in_every_envelope():
         )
 
 
+def test_each_request_stamps_what_the_client_declares_at_the_time():
+    """The envelope follows the client's settings from one call to the next (it is made
+    again whenever one of them changed)."""
+
+    def envelope(fake: FakeServer) -> dict[str, Any]:
+        return requests_of(fake)[-1]["params"]["_meta"]  # type: ignore[no-any-return]
+
+    caps = "io.modelcontextprotocol/clientCapabilities"
+    with FakeServer(ModernFake()) as fake, connect(fake, log_level="warning") as client:
+        client.call_tool("t")
+        client.call_tool("t")
+        assert envelope(fake)["io.modelcontextprotocol/logLevel"] == "warning"
+        assert envelope(fake)[caps] == {}
+        client.log_level = "debug"
+        client.elicitation_handler = lambda params, ctx: {"action": "decline"}
+        client.call_tool("t")
+        assert envelope(fake)["io.modelcontextprotocol/logLevel"] == "debug"
+        assert set(envelope(fake)[caps]) == {"elicitation"}
+        client.client_info = {"name": "renamed", "version": "2"}
+        client.call_tool("t")
+        assert envelope(fake)["io.modelcontextprotocol/clientInfo"]["name"] == "renamed"
+        client.client_info["name"] = "edited"  # the same dict, changed: stamped as it is now
+        client.log_level = None
+        client.call_tool("t")
+        assert envelope(fake)["io.modelcontextprotocol/clientInfo"]["name"] == "edited"
+        assert "io.modelcontextprotocol/logLevel" not in envelope(fake)
+
+
 def test_a_stray_server_request_is_dropped_unanswered():
     asked = threading.Event()
 

@@ -7,9 +7,11 @@ so every interleaving below is certain, not likely. No sleeps.
 from __future__ import annotations
 
 import concurrent.futures
+import gc
 import signal
 import threading
 import time
+import weakref
 
 import pytest
 from support.endpoints import Blocker, endpoint_pair, raw_server
@@ -53,6 +55,42 @@ def test_call_round_trip():
         assert call.request_id == 2
         assert call.method == "echo"
         assert p.client.in_flight() == (0, 0)
+
+
+def test_a_settled_call_is_freed_without_the_garbage_collector():
+    """Nothing of a settled call is kept in a reference cycle (its request's link back to
+    it, the done-callbacks that ran): it is freed once dropped, with the collector off."""
+    with endpoint_pair({"echo": echo}) as p:
+        seen: list[object] = []
+        gc.collect()
+        gc.disable()
+        try:
+            call = p.client.submit("echo", {"n": 1})
+            call.add_done_callback(lambda done, seen=seen: seen.append(done.result()))
+            assert call.result(WAIT) == {"n": 1}
+            wait_until(lambda: seen == [{"n": 1}], "the done-callback")
+            freed = weakref.ref(call)
+            del call
+            assert freed() is None
+        finally:
+            gc.enable()
+
+
+def test_a_pending_call_is_waited_for_through_its_own_methods_only():
+    """A PendingCall's future lock has nothing to notify: waiting on it through the base
+    class (which no method of the call does) fails loudly instead of waiting for nothing."""
+    gate = threading.Event()
+    with endpoint_pair({"gated": lambda req: gate.wait(WAIT) and {}}) as p:
+        call = p.client.submit("gated")
+        try:
+            with pytest.raises(RuntimeError, match="waited for with result"):
+                concurrent.futures.Future.result(call, 0.01)
+            done, not_done = concurrent.futures.wait([call], timeout=0)  # takes the lock
+            assert not done and not_done == {call}
+        finally:
+            gate.set()
+        assert call.result(WAIT) == {}
+        assert concurrent.futures.Future.result(call, 0) == {}  # done: answered at once
 
 
 def test_handler_returning_none_gives_empty_result():

@@ -14,6 +14,7 @@ client MUST, and SHOULD log why).
 
 from __future__ import annotations
 
+import functools
 import logging
 import re
 import threading
@@ -28,6 +29,7 @@ __all__ = [
     "HeaderPath",
     "ToolHeaders",
     "header_annotations",
+    "reads_as_its_json",
     "request_headers",
 ]
 
@@ -140,6 +142,11 @@ class ToolHeaders:
                 while len(self._tools) > self._limit:
                     del self._tools[next(iter(self._tools))]
 
+    def annotates(self, name: str) -> bool:
+        """True if calls of tool ``name`` carry ``Mcp-Param-*`` headers."""
+        with self._lock:
+            return name in self._tools
+
     def for_call(self, name: str, arguments: Any) -> dict[str, str]:
         """The ``Mcp-Param-*`` headers of a call of tool ``name`` with ``arguments``."""
         with self._lock:
@@ -157,6 +164,17 @@ class ToolHeaders:
         return headers
 
 
+_cached_name = functools.lru_cache(maxsize=1024)(encode_header_value)
+
+
+def _encoded_name(name: str) -> str:
+    """``encode_header_value(name)``, remembered for the names of a few hundred tools,
+    prompts and short resource URIs (a client calls the same ones again and again)."""
+    return (
+        _cached_name(name) if len(name) <= 256 and type(name) is str else encode_header_value(name)
+    )
+
+
 def request_headers(
     method: str, params: Any, tools: ToolHeaders | None = None
 ) -> dict[str, str] | None:
@@ -171,7 +189,26 @@ def request_headers(
     if key is not None and isinstance(params, Mapping):
         name = params.get(key)
         if isinstance(name, str):
-            headers["Mcp-Name"] = encode_header_value(name)
+            headers["Mcp-Name"] = _encoded_name(name)
             if method == "tools/call" and tools is not None:
                 headers.update(tools.for_call(name, params.get("arguments")))
     return headers
+
+
+def reads_as_its_json(method: str, params: Any, tools: ToolHeaders | None = None) -> bool:
+    """True if :func:`request_headers` reads from ``params`` what it would read from the
+    JSON they encode to: plain ``dict``\\ s, a ``str`` version and name, and no
+    ``Mcp-Param-*`` arguments (whose values JSON may change). A sender that has the
+    object need not decode the line it encoded."""
+    if type(params) is not dict:
+        return False
+    meta = params.get("_meta")
+    if type(meta) is not dict or type(meta.get(PROTOCOL_VERSION_KEY)) is not str:
+        return False
+    key = NAME_PARAMS.get(method)
+    name = params.get(key) if key is not None else None
+    if name is None:
+        return True
+    return type(name) is str and not (
+        method == "tools/call" and tools is not None and tools.annotates(name)
+    )

@@ -72,13 +72,12 @@ from ..jsonrpc import (
     RequestId,
     Response,
     decode,
-    id_key,
     is_valid_id,
 )
 from ..lifecycle import PROTOCOL_VERSION_KEY
 from ..transports.base import FailCall, OutboundMeta
 from .client_flight import Flight, track, tracking_transport
-from .client_headers import ToolHeaders, request_headers
+from .client_headers import ToolHeaders, reads_as_its_json, request_headers
 from .client_readers import ReaderPool
 from .http11_parser import HttpProtocolError, ResponseEnd, ResponseHead
 from .plain_http import PlainHttpClient, PlainHttpError, PlainResponse, plain_origin
@@ -218,6 +217,8 @@ class HttpClientTransport:
     ) -> None:
         self.url = url
         self._headers = dict(headers or {})
+        # what every 2026-07-28 POST on the plain path carries before its routing headers
+        self._plain_headers = {**self._headers, **self._request_headers(modern=True)}
         self._auth_option = auth
         self._connect_timeout = connect_timeout
         self._httpx_lock = threading.Lock()
@@ -363,7 +364,11 @@ class HttpClientTransport:
         method = meta.method
         is_request = meta.kind == "request"
         if is_request and method is not None and _MODERN_MARK in data:
-            routing = request_headers(method, _params_of(data), self.tool_headers)
+            # the params the endpoint encoded, unless the headers would read them otherwise
+            params = meta.params
+            if not reads_as_its_json(method, params, self.tool_headers):
+                params = _params_of(data)
+            routing = request_headers(method, params, self.tool_headers)
             if routing is not None:
                 self._send_modern(data, meta, routing)
                 return
@@ -526,11 +531,10 @@ class HttpClientTransport:
         handed = False
         try:
             try:
-                headers = {**self._request_headers(modern=True), **routing}
                 if plain is not None:
                     response: Any = plain.request(
                         "POST",
-                        {**self._headers, **headers},
+                        {**self._plain_headers, **routing},
                         data.rstrip(b"\n"),
                         flight=flight,
                         wait_head=not to_loop,
@@ -543,6 +547,7 @@ class HttpClientTransport:
                             return
                         response.wait_head()  # the loop is full (or closed): read it here
                 else:
+                    headers = {**self._request_headers(modern=True), **routing}
                     response = self._send("POST", headers, data.rstrip(b"\n"), flight.trace())
             except AuthorizationError as exc:
                 # the auth flow (mcp_sync.auth) failed a step: this call fails with it
@@ -1376,15 +1381,22 @@ _ELSEWHERE = "elsewhere"
 """The note of a request sent with the caller-reads hint that its caller does not read."""
 
 
-@dataclass(frozen=True)
 class _CallerRead:
     """The read of one 2026-07-28 request, kept for the caller that waits for it."""
 
-    request_id: Any
-    flight: Flight
-    read: Callable[[Callable[[bytes], None]], None]
-    """``read(deliver)``: POST the request and hand every message of its answer to
-    ``deliver``."""
+    __slots__ = ("request_id", "flight", "read")
+
+    def __init__(
+        self,
+        request_id: Any,
+        flight: Flight,
+        read: Callable[[Callable[[bytes], None]], None],
+    ) -> None:
+        self.request_id = request_id
+        self.flight = flight
+        self.read = read
+        """``read(deliver)``: POST the request and hand every message of its answer to
+        ``deliver``."""
 
 
 def _params_of(data: bytes) -> Any:
@@ -1410,8 +1422,10 @@ def _concerns_this_request(refusal: BaseException) -> bool:
 
 
 def _key(request_id: Any) -> tuple[type, Any] | None:
-    """The id's key (type included), or ``None`` for a value that is not a valid id."""
-    return id_key(request_id) if is_valid_id(request_id) else None
+    """The id's key (type included), or ``None`` for a value that is not a valid id
+    (``id_key`` of an ``is_valid_id`` id, in one step: it runs several times a request)."""
+    kind = type(request_id)
+    return (kind, request_id) if kind is int or kind is str else None
 
 
 def _read_some(response: Any, limit: int) -> bytes:

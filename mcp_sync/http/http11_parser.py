@@ -71,10 +71,12 @@ class Headers(Mapping[str, str]):
 
     def __init__(self, raw: list[tuple[str, str]]) -> None:
         self.raw = raw
-        merged: dict[str, str] = {}
-        for name, value in raw:
-            key = name.lower()
-            merged[key] = f"{merged[key]}, {value}" if key in merged else value
+        merged = {name.lower(): value for name, value in raw}
+        if len(merged) < len(raw):  # a repeated header: its values joined, in order
+            merged = {}
+            for name, value in raw:
+                key = name.lower()
+                merged[key] = f"{merged[key]}, {value}" if key in merged else value
         self._map = merged
 
     def __getitem__(self, name: str) -> str:
@@ -120,7 +122,14 @@ _STATUS_LINE = re.compile(rb"HTTP/1\.([01]) ([0-9]{3})(?: ([^\x00-\x08\x0a-\x1f\
 _HEADER_LINE = re.compile(
     rb"([!#$%&'*+\-.^_`|~0-9A-Za-z]+):[ \t]*([^\x00-\x08\x0a-\x1f\x7f]*?)[ \t]*"
 )
+# the same lines, over a whole header section decoded as Latin-1 (a token is ASCII), each
+# line ended by CRLF: one match checks them all, one findall reads the (name, value) pairs
+_HEADER_SECTION = re.compile(r"(?:[!#$%&'*+\-.^_`|~0-9A-Za-z]+:[^\x00-\x08\x0a-\x1f\x7f]*\r\n)*")
+_HEADER_PAIR = re.compile(
+    r"([!#$%&'*+\-.^_`|~0-9A-Za-z]+):[ \t]*([^\x00-\x08\x0a-\x1f\x7f]*?)[ \t]*\r\n"
+)
 _CHUNK_SIZE = re.compile(rb"([0-9A-Fa-f]{1,16})[ \t]*(?:;[^\x00-\x08\x0a-\x1f\x7f]*)?")
+_VERSIONS = {b"0": "1.0", b"1": "1.1"}
 
 # states
 _HEAD, _LENGTH, _CHUNK_SIZE_LINE, _CHUNK_DATA, _CHUNK_END, _TRAILERS, _UNTIL_CLOSE, _DONE = range(8)
@@ -221,60 +230,69 @@ class ResponseParser:
             if end > self._max_head:
                 raise HttpProtocolError(f"response head over {self._max_head} bytes")
             block, self._buf = self._buf[:end], self._buf[end + 4 :]
-            lines = block.split(b"\r\n")
-            match = _STATUS_LINE.fullmatch(lines[0])
+            status_end = block.find(b"\r\n")
+            match = _STATUS_LINE.fullmatch(block if status_end < 0 else block[:status_end])
             if match is None:
-                raise HttpProtocolError(f"malformed status line {lines[0][:80]!r}")
+                first = block if status_end < 0 else block[:status_end]
+                raise HttpProtocolError(f"malformed status line {first[:80]!r}")
             status = int(match.group(2))
             if status < 100:
                 raise HttpProtocolError(f"status {status} is out of range")
-            headers = self._header_lines(lines, 1)
+            headers = Headers([]) if status_end < 0 else self._header_lines(block[status_end + 2 :])
             if status == 101:
                 raise HttpProtocolError("unexpected 101 Switching Protocols")
             if status < 200:
                 continue  # an interim response (100 Continue, 103 Early Hints): skip it
-            version = "1." + match.group(1).decode()
+            version = _VERSIONS[match.group(1)]
             head = ResponseHead(status, (match.group(3) or b"").decode("latin-1"), version, headers)
             self.head = head
             self._body_framing(head)
             return head
 
-    def _header_lines(self, lines: list[bytes], start: int) -> Headers:
-        if len(lines) - start > self._max_headers:
+    def _header_lines(self, section: bytes) -> Headers:
+        """The header lines of ``section`` (CRLF between them, none after the last)."""
+        if section.count(b"\r\n") >= self._max_headers:
             raise HttpProtocolError(f"more than {self._max_headers} header lines")
-        raw: list[tuple[str, str]] = []
-        for line in lines[start:]:
-            match = _HEADER_LINE.fullmatch(line)
-            if match is None:
-                raise HttpProtocolError(f"malformed header line {line[:80]!r}")
-            raw.append((match.group(1).decode("ascii"), match.group(2).decode("latin-1")))
-        return Headers(raw)
+        text = section.decode("latin-1") + "\r\n"
+        if _HEADER_SECTION.fullmatch(text) is None:
+            for line in section.split(b"\r\n"):
+                if _HEADER_LINE.fullmatch(line) is None:
+                    raise HttpProtocolError(f"malformed header line {line[:80]!r}")
+            raise AssertionError("unreachable")  # pragma: no cover - the section is one of them
+        return Headers(_HEADER_PAIR.findall(text))
 
     def _body_framing(self, head: ResponseHead) -> None:
         headers = head.headers
-        connection = {t.strip().lower() for t in (headers.get("connection") or "").split(",")}
-        if head.http_version == "1.0":
-            self._keep_alive = "keep-alive" in connection
+        connection = headers.get("connection")
+        if connection is None:
+            self._keep_alive = head.http_version != "1.0"
         else:
-            self._keep_alive = "close" not in connection
+            tokens = {t.strip().lower() for t in connection.split(",")}
+            if head.http_version == "1.0":
+                self._keep_alive = "keep-alive" in tokens
+            else:
+                self._keep_alive = "close" not in tokens
         if self._head_request or head.status in (204, 304):
             self._state = _LENGTH
             self._remaining = 0
             return
         coding = headers.get("transfer-encoding")
-        lengths = [value for name, value in headers.raw if name.lower() == "content-length"]
+        length = headers.get("content-length")  # repeated: the values joined with ", "
         if coding is not None:
-            if lengths:
+            if length is not None:
                 raise HttpProtocolError("both Transfer-Encoding and Content-Length")
             if coding.strip().lower() != "chunked" or head.http_version == "1.0":
                 raise HttpProtocolError(f"unsupported Transfer-Encoding {coding!r}")
             self._state = _CHUNK_SIZE_LINE
             return
-        if lengths:
-            values = {v.strip() for length in lengths for v in length.split(",")}
-            value = values.pop() if len(values) == 1 else ""
+        if length is not None:
+            if "," in length:
+                values = {v.strip() for v in length.split(",")}
+                value = values.pop() if len(values) == 1 else ""
+            else:
+                value = length.strip()
             if not (value.isascii() and value.isdigit()) or len(value) > 18:
-                raise HttpProtocolError(f"invalid Content-Length {', '.join(lengths)!r}")
+                raise HttpProtocolError(f"invalid Content-Length {length!r}")
             self._state = _LENGTH
             self._remaining = int(value)
             return
@@ -343,7 +361,7 @@ class ResponseParser:
                         raise HttpProtocolError(f"trailers over {self._max_head} bytes")
                     return self._starve()
                 block, self._buf = self._buf[:end], self._buf[end + 4 :]
-                trailers = self._header_lines(block.split(b"\r\n"), 0)
+                trailers = self._header_lines(block)
                 return self._end(keep_alive=True, trailers=trailers)
 
     def _counted_piece(self) -> bytes | None:

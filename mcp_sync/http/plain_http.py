@@ -7,7 +7,9 @@ client's bookkeeping. What it does:
 
 * :meth:`PlainHttpClient.request` writes one request (head and body in one ``sendall``
   when small) on an idle connection or a new one (``TCP_NODELAY``, ``connect_timeout``)
-  and returns a :class:`PlainResponse` once the response's head arrived;
+  and returns a :class:`PlainResponse` once the response's head arrived; the checked and
+  encoded start of a head is kept for the next request with the same headers (a few dozen
+  header sets, short heads only);
 * a :class:`~mcp_sync.http.client_flight.Flight` given with the request is handed the
   connection's socket before anything is written, so cancelling it shuts the socket down
   at once from any thread, with or without the response's head;
@@ -69,6 +71,8 @@ WRITE_TIMEOUT = 30.0
 """Longest wait, in seconds, to write a large request body to a server that reads slowly."""
 
 _RECV = 65536
+_CACHED_HEADS = 64  # request heads kept encoded, per client (the same few headers each time)
+_CACHED_HEAD_BYTES = 2048  # a larger head (a long Mcp-Param value) is encoded each time
 _ONE_WRITE = 64 * 1024  # bodies up to this size go in the same sendall as the head
 
 
@@ -104,19 +108,23 @@ class _Connection:
             pass
 
 
+_poll = getattr(select, "poll", None)
+
+
 def _stale(sock: socket.socket) -> bool:
-    """True if an idle connection is readable now: closed by the server (or sent to)."""
-    flags = getattr(socket, "MSG_DONTWAIT", 0)
-    if not flags:  # pragma: no cover - Windows
+    """True if an idle connection is readable now: closed by the server (or sent to).
+
+    One ``poll`` with no wait (``select`` where there is none): cheaper than a
+    non-blocking ``recv(MSG_PEEK)``, which raises on every healthy connection."""
+    if _poll is None:  # pragma: no cover - Windows
         readable, _, _ = select.select([sock], [], [], 0)
         return bool(readable)
+    poller = _poll()
     try:
-        sock.recv(1, socket.MSG_PEEK | flags)
-    except BlockingIOError:
-        return False
-    except OSError:
+        poller.register(sock, select.POLLIN)
+    except (OSError, ValueError):  # closed already
         return True
-    return True  # b"" (closed) or bytes nobody asked for
+    return bool(poller.poll(0))  # POLLIN (bytes, or the server's FIN), POLLHUP, POLLERR
 
 
 class PlainHttpClient:
@@ -155,6 +163,8 @@ class PlainHttpClient:
         self._lock = threading.Lock()
         self._idle: list[_Connection] = []
         self._closed = False
+        # (method, *header items) -> the checked, encoded start of the request's head
+        self._heads: dict[tuple[object, ...], bytes] = {}
         self.connections_opened = 0
         """How many connections this client opened (reuse keeps it low)."""
 
@@ -215,6 +225,25 @@ class PlainHttpClient:
             sock.settimeout(None)
 
     def _encode_head(self, method: str, headers: Mapping[str, str], body: bytes) -> bytes:
+        key: tuple[object, ...] | None = (method, *headers.items())
+        try:
+            start = self._heads.get(key)  # type: ignore[arg-type]
+        except TypeError:  # a value that is not hashable (so not a str): never cached
+            key = start = None
+        if start is None:
+            start = self._encode_start(method, headers)
+            if key is not None and len(start) <= _CACHED_HEAD_BYTES:
+                heads = self._heads
+                if len(heads) >= _CACHED_HEADS:
+                    heads.clear()
+                heads[key] = start
+        if body or method not in ("GET", "HEAD", "DELETE"):
+            return b"%sContent-Length: %d\r\n\r\n" % (start, len(body))
+        return start + b"\r\n"
+
+    def _encode_start(self, method: str, headers: Mapping[str, str]) -> bytes:
+        """The request line and the header lines of ``headers`` (checked), without the
+        framing this client adds (``Content-Length``) and the blank line."""
         lines = [f"{method} {self._target} HTTP/1.1\r\n"]
         has_host = False
         for name, value in headers.items():
@@ -227,9 +256,6 @@ class PlainHttpClient:
             lines.append(f"{name}: {value}\r\n")
         if not has_host:
             lines.insert(1, f"Host: {self._host_header}\r\n")
-        if body or method not in ("GET", "HEAD", "DELETE"):
-            lines.append(f"Content-Length: {len(body)}\r\n")
-        lines.append("\r\n")
         try:
             return "".join(lines).encode("ascii")
         except UnicodeEncodeError as exc:

@@ -22,8 +22,8 @@ import stat
 import threading
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Literal, Protocol, runtime_checkable
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol, runtime_checkable
 
 from ..jsonrpc import ErrorResponse, InvalidMessage, Message, Request, RequestId, Response, decode
 from ..protocol import CANCELLED_METHOD
@@ -129,6 +129,10 @@ class OutboundMeta:
     caller_reads: bool = False
     """For a request: its caller is about to block for the answer and will read it itself
     (:class:`CallerReadTransport`), so the transport need not hand it to a thread of its own."""
+    params: Any = field(default=None, compare=False, repr=False)
+    """For a request: the ``params`` object the line encodes (``None`` when it has none, or
+    when the sender did not say), so that a transport that routes by them need not decode
+    the line again. Not compared."""
 
     @classmethod
     def of_line(cls, data: bytes) -> OutboundMeta:
@@ -151,7 +155,11 @@ def describe_outbound(message: Message | bytes, related: RequestId | None) -> Ou
         return OutboundMeta("response", related_request_id=message.id)
     if isinstance(message, Request):
         return OutboundMeta(
-            "request", message.method, request_id=message.id, related_request_id=related
+            "request",
+            message.method,
+            request_id=message.id,
+            related_request_id=related,
+            params=message.params,
         )
     cancelled = None
     if message.method == CANCELLED_METHOD and isinstance(message.params, dict):

@@ -343,3 +343,12 @@ def test_bytes_after_the_end_of_input_are_refused() -> None:
     parser.feed_eof()
     with pytest.raises(HttpProtocolError):
         parser.feed(b"late")
+
+
+def test_the_error_of_a_malformed_header_line_names_that_line() -> None:
+    raw = b"HTTP/1.1 200 OK\r\nX-A: 1\r\nBad Name: x\r\nX-B: 2\r\n\r\n"
+    assert "b'Bad Name: x'" in str(errors(raw, eof=False))
+    trailers = (
+        b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n0\r\nX-T: 1\r\nNo-Colon\r\n\r\n"
+    )
+    assert "b'No-Colon'" in str(errors(trailers, eof=False))

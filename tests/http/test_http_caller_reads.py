@@ -10,10 +10,12 @@ still end such a call at once, against the embedded server and under waitress.
 
 from __future__ import annotations
 
+import gc
 import io
 import json
 import signal
 import threading
+import weakref
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -163,6 +165,27 @@ def test_a_blocking_call_reads_its_answer_on_the_calling_thread(served: Served) 
         assert texts == ["a: released", "b: released", "c: released"]
         assert received.count("caller") == 3
         assert transport_of(client)._caller_reads == {}
+
+
+def test_a_call_read_on_the_caller_is_freed_without_the_garbage_collector(
+    served: Served,
+) -> None:
+    """A settled 2026-07-28 call and its round hold no reference cycle: dropped, both are
+    freed at once, with the collector off."""
+    url, _probe, _posts = served
+    with Client.http(url) as client:
+        gc.collect()
+        gc.disable()
+        try:
+            with caller_waits():
+                call = client.call_tool_future("echo", {"text": "x"})
+            assert call.result(WAIT).content[0].text == "x"
+            freed = weakref.ref(call)
+            round_freed = weakref.ref(call._round)  # type: ignore[attr-defined]
+            del call
+            assert freed() is None and round_freed() is None
+        finally:
+            gc.enable()
 
 
 def test_every_blocking_method_reads_on_the_caller(served: Served) -> None:

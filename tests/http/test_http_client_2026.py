@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Callable, Iterator
+from decimal import Decimal
 from typing import Any
 
 import pytest
@@ -216,6 +217,19 @@ def test_x_mcp_header_arguments_are_mirrored_and_invalid_tools_dropped(served: A
     assert first["mcp-param-zone"] == "=?base64?PT9iYXNlNjQ/bGl0ZXJhbD89?="
     assert second["mcp-param-region"] == "us-west1"
     assert "mcp-param-limit" not in second and "mcp-param-zone" not in second
+
+
+def test_a_mirrored_argument_is_read_as_its_json_says(served: Any) -> None:
+    """The header of an annotated argument is what the body carries: a ``Decimal`` is sent
+    as a JSON string, so it is mirrored as that string (and the server accepts the call)."""
+    url, _probe, recorder = served()
+    with Client.http(url) as client:
+        client.list_tools()
+        result = client.call_tool("query", {"region": Decimal("1.5"), "query": "q"})
+        assert not result.is_error
+        assert json.loads(result.content[0].text)["region"] == "1.5"
+    (headers,) = recorder.headers_of("tools/call")
+    assert headers["mcp-param-region"] == "1.5"
 
 
 def test_cancel_closes_the_stream_and_the_handler_sees_its_token(served: Any) -> None:

@@ -8,7 +8,12 @@ import threading
 import pytest
 from support.waiting import WAIT, wait_until
 
-from mcp_sync.http.client_headers import ToolHeaders, header_annotations, request_headers
+from mcp_sync.http.client_headers import (
+    ToolHeaders,
+    header_annotations,
+    reads_as_its_json,
+    request_headers,
+)
 from mcp_sync.http.client_readers import ReaderPool
 from mcp_sync.http.routing_headers import decode_header_value, encode_header_value
 
@@ -108,6 +113,23 @@ def test_tool_header_maps_are_bounded() -> None:
     tools.learn({"tools": [{"name": n, "inputSchema": schema} for n in "xyz"]})
     assert tools.for_call("x", {"a": "1"}) == {}
     assert tools.for_call("z", {"a": "1"}) == {"Mcp-Param-A": "1"}
+
+
+def test_headers_are_read_from_the_params_object_only_when_its_json_reads_the_same() -> None:
+    class Name(str):
+        pass
+
+    tools = ToolHeaders()
+    schema = {"type": "object", "properties": {"a": {"type": "string", "x-mcp-header": "A"}}}
+    tools.learn({"tools": [{"name": "annotated", "inputSchema": schema}]})
+    meta = {"io.modelcontextprotocol/protocolVersion": "2026-07-28"}
+    assert reads_as_its_json("tools/call", {"name": "echo", "_meta": meta}, tools)
+    assert reads_as_its_json("tools/list", {"_meta": meta}, tools)
+    # what JSON could read otherwise: the line is decoded instead
+    assert not reads_as_its_json("tools/call", {"name": "annotated", "_meta": meta}, tools)
+    assert not reads_as_its_json("tools/call", {"name": Name("echo"), "_meta": meta}, tools)
+    assert not reads_as_its_json("tools/call", {"name": "echo"}, tools)  # no version
+    assert not reads_as_its_json("tools/call", None, tools)
 
 
 def test_reader_threads_are_reused_and_bounded_and_closed() -> None:

@@ -181,6 +181,14 @@ def test_an_invalid_header_is_not_written() -> None:
     assert client.connections_opened == 0
 
 
+def test_an_invalid_header_is_refused_every_time_it_is_given() -> None:
+    client = PlainHttpClient("http://127.0.0.1:9/")
+    for _ in range(2):  # a refused head is never kept for the next request
+        with pytest.raises(RequestNotWritten, match="invalid header"):
+            client.request("POST", {"X-Bad": "a\r\nInjected: 1"}, b"")
+    assert client.connections_opened == 0
+
+
 def test_a_refused_connection_is_not_written() -> None:
     with socket.create_server(("127.0.0.1", 0)) as listener:
         port = listener.getsockname()[1]
@@ -237,6 +245,60 @@ def raw_server() -> Iterator[Callable[[Callable[[socket.socket, int], bool]], Ra
     yield start
     for server in servers:
         server.close()
+
+
+class HeadRecorder(RawHttpServer):
+    """Answers every request ``ok`` and keeps each request as it came (head, blank line,
+    body)."""
+
+    name = "heads"
+
+    def __init__(self) -> None:
+        self.received: list[bytes] = []
+        super().__init__()
+
+    def serve(self, conn: socket.socket) -> None:
+        buffer = b""
+        try:
+            while (request := read_request(conn, buffer)) is not None:
+                head, body, buffer = request
+                with self.lock:
+                    self.received.append(head + b"\r\n\r\n" + body)
+                conn.sendall(OK)
+        finally:
+            conn.close()
+
+
+def test_request_heads_are_kept_encoded_for_a_bounded_few_header_sets() -> None:
+    server = HeadRecorder()
+    client = PlainHttpClient(server.url)
+
+    def send(headers: dict[str, str], body: bytes = b"") -> None:
+        response = client.request("POST", headers, body)
+        assert response.read() == b"ok"
+        response.close()
+
+    try:
+        for body in (b"1", b"22", b""):  # the same headers: only the length differs
+            send({"X-A": "1"}, body)
+        for n in range(3 * plain_http._CACHED_HEADS):
+            send({"X-N": str(n)})
+        assert len(client._heads) <= plain_http._CACHED_HEADS
+        send({"X-Big": "v" * plain_http._CACHED_HEAD_BYTES})  # too long to keep
+        assert all("X-Big" not in dict(key[1:]) for key in client._heads)
+    finally:
+        client.close()
+        server.close()
+    host = server.url.split("/")[2].encode()
+    assert server.received[:3] == [
+        b"POST / HTTP/1.1\r\nHost: %s\r\nX-A: 1\r\nContent-Length: %d\r\n\r\n%s"
+        % (host, len(body), body)
+        for body in (b"1", b"22", b"")
+    ]
+    assert server.received[-2].startswith(
+        b"POST / HTTP/1.1\r\nHost: %s\r\nX-N: %d\r\n" % (host, 3 * plain_http._CACHED_HEADS - 1)
+    )
+    assert b"X-Big: " + b"v" * plain_http._CACHED_HEAD_BYTES + b"\r\n" in server.received[-1]
 
 
 def _idle_socket(client: PlainHttpClient) -> socket.socket:
