@@ -1030,17 +1030,7 @@ class Endpoint:
             if isinstance(action, Send):
                 message = action.message
                 data = message if isinstance(message, bytes) else encode(message)
-                if caller_reads and isinstance(message, Request):
-                    meta = OutboundMeta(
-                        "request",
-                        message.method,
-                        request_id=message.id,
-                        related_request_id=related,
-                        caller_reads=True,
-                        params=message.params,
-                    )
-                else:
-                    meta = describe_outbound(message, related)
+                meta = describe_outbound(message, related, caller_reads=caller_reads)
                 self._outbox.append((data, meta))
 
     def _flush(self, block: bool) -> None:

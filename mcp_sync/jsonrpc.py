@@ -42,6 +42,7 @@ __all__ = [
     "encode",
     "is_valid_id",
     "id_key",
+    "valid_id_key",
     "error_object",
 ]
 
@@ -95,6 +96,13 @@ def id_key(value: RequestId) -> tuple[type, RequestId]:
     ``1 == True`` in Python.
     """
     return (type(value), value)
+
+
+def valid_id_key(value: object) -> tuple[type, RequestId] | None:
+    """:func:`id_key` of ``value`` if :func:`is_valid_id` accepts it, else ``None`` (the two
+    in one step, for code that keys every message it routes)."""
+    t = type(value)
+    return (t, value) if t is str or t is int else None  # type: ignore[return-value]
 
 
 def error_object(code: int, message: str, data: Any = None) -> dict[str, Any]:

@@ -19,6 +19,7 @@ from mcp_sync.jsonrpc import (
     encode,
     id_key,
     is_valid_id,
+    valid_id_key,
 )
 
 
@@ -200,6 +201,12 @@ def test_id_key_separates_types():
     registry = {id_key(7): "int", id_key("7"): "str"}
     assert registry[id_key(7)] == "int"
     assert registry[id_key("7")] == "str"
+
+
+def test_valid_id_key_is_id_key_of_a_valid_id_and_none_otherwise():
+    for value in (7, 0, -1, "7", "", True, False, None, 7.0, [7], {"id": 7}):
+        expected = id_key(value) if is_valid_id(value) else None  # type: ignore[arg-type]
+        assert valid_id_key(value) == expected, value
 
 
 # -- encode -----------------------------------------------------------------------------------

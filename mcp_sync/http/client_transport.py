@@ -73,6 +73,7 @@ from ..jsonrpc import (
     Response,
     decode,
     is_valid_id,
+    valid_id_key,
 )
 from ..lifecycle import PROTOCOL_VERSION_KEY
 from ..transports.base import FailCall, OutboundMeta
@@ -377,7 +378,7 @@ class HttpClientTransport:
         if method == "notifications/cancelled" and self._modern_cancel(meta.cancelled_request_id):
             return  # at 2026-07-28 closing the request's stream is its cancellation
         if method == "initialize":
-            self._initialize_key = _key(meta.request_id)
+            self._initialize_key = valid_id_key(meta.request_id)
         if method in ("initialize", "notifications/initialized"):
             read = self._handshake_timeout if method == "initialize" else None
             self._post(data, meta, stream_inline=False, read_timeout=read)
@@ -386,7 +387,7 @@ class HttpClientTransport:
             return
         if is_request:
             written = threading.Event()
-            key = _key(meta.request_id)
+            key = valid_id_key(meta.request_id)
             if key is not None:
                 with self._lock:
                     self._posted[key] = written
@@ -395,7 +396,7 @@ class HttpClientTransport:
             )
             return
         if method == "notifications/cancelled":
-            key = _key(meta.cancelled_request_id)
+            key = valid_id_key(meta.cancelled_request_id)
             if key is not None:
                 with self._lock:
                     self._cancelled.add(key)
@@ -412,7 +413,7 @@ class HttpClientTransport:
         """Start a 2026-07-28 request: POSTed with its routing headers by a thread that reads
         its answer -- the caller's own when it waits for it (:meth:`read_on_caller`), else a
         reader of the pool; its stream is tracked so that a cancel can close it."""
-        key = _key(meta.request_id)
+        key = valid_id_key(meta.request_id)
         flight = Flight()
         self._modern_sent = True
 
@@ -438,7 +439,7 @@ class HttpClientTransport:
     def _read_elsewhere(self, request_id: Any) -> None:
         """A request sent with the caller-reads hint that is not read by its caller (a
         2025-11-25 request): note it, so that the caller's claim returns at once."""
-        key = _key(request_id)
+        key = valid_id_key(request_id)
         with self._lock:
             if key is not None and self._caller_reads.pop(key, None) is None:
                 self._caller_reads[key] = _ELSEWHERE
@@ -456,7 +457,7 @@ class HttpClientTransport:
         reader thread instead. False, at once, unless the read ran here (see
         :class:`~mcp_sync.transports.base.CallerReadTransport`). Anything raised inside the
         read (``KeyboardInterrupt``) closes the request's stream, then propagates."""
-        key = _key(request_id)
+        key = valid_id_key(request_id)
         if key is None:
             return False
         with self._lock:
@@ -497,7 +498,7 @@ class HttpClientTransport:
         """Cancel the 2026-07-28 request ``request_id`` by closing its stream (at once, with
         or without its answer's headers). True at 2026-07-28 -- where nothing is POSTed for
         a cancel, also of a request whose answer came already -- False on a 2025 session."""
-        key = _key(request_id)
+        key = valid_id_key(request_id)
         with self._lock:
             flight = self._flights.get(key) if key is not None else None
             if flight is None:
@@ -526,7 +527,7 @@ class HttpClientTransport:
         ``to_loop`` (the plain path) the answer is left to the response loop once the
         request is written."""
         request_id = meta.request_id
-        key = _key(request_id)
+        key = valid_id_key(request_id)
         plain = self._plain
         handed = False
         try:
@@ -810,7 +811,7 @@ class HttpClientTransport:
             self._fail(exc)
         finally:
             written.set()
-            key = _key(meta.request_id)
+            key = valid_id_key(meta.request_id)
             with self._lock:
                 self._legacy_flights.discard(flight)
                 if key is not None and self._posted.get(key) is written:
@@ -824,7 +825,7 @@ class HttpClientTransport:
                 return
             data, meta = item
             if meta.method == "notifications/cancelled":
-                key = _key(meta.cancelled_request_id)
+                key = valid_id_key(meta.cancelled_request_id)
                 with self._lock:
                     written = self._posted.get(key) if key is not None else None
                 while written is not None and not written.wait(
@@ -946,7 +947,7 @@ class HttpClientTransport:
                 message.result.get("protocolVersion")
                 if isinstance(message, Response)
                 and isinstance(message.result, dict)
-                and _key(message.id) == self._initialize_key
+                and valid_id_key(message.id) == self._initialize_key
                 else None
             )
             if isinstance(version, str):
@@ -980,7 +981,7 @@ class HttpClientTransport:
         message = decode(data)
         if not isinstance(message, Response):
             return data
-        key = _key(message.id)
+        key = valid_id_key(message.id)
         with self._lock:
             if key not in self._tool_lists:
                 return data
@@ -1098,7 +1099,7 @@ class HttpClientTransport:
                 )
         finally:
             with self._lock:
-                self._cancelled.discard(_key(request_id))
+                self._cancelled.discard(valid_id_key(request_id))
 
     def _fail_oversize(self, request_id: Any) -> None:
         """An event on this request's stream is over the limit: fail the call, and cancel
@@ -1112,7 +1113,7 @@ class HttpClientTransport:
     def _was_cancelled(self, request_id: Any) -> bool:
         """True if we cancelled ``request_id``: its stream ends with no answer, by design."""
         with self._lock:
-            return _key(request_id) in self._cancelled
+            return valid_id_key(request_id) in self._cancelled
 
     def _resume(self, parser: SseParser, request_id: Any) -> bool:
         """Resume a request's stream with ``Last-Event-ID``; True once the answer came (or
@@ -1365,7 +1366,7 @@ class _PushedAnswer:
         except Exception:  # pragma: no cover - the outcomes fail calls, they do not raise
             _log.exception("routing the answer from %s failed", transport.url)
         finally:
-            key = _key(self._meta.request_id)
+            key = valid_id_key(self._meta.request_id)
             with transport._lock:
                 if key is not None:
                     transport._forget(key)
@@ -1419,13 +1420,6 @@ def _concerns_this_request(refusal: BaseException) -> bool:
         and 400 <= refusal.status < 500
         and refusal.status not in (401, 403)
     )
-
-
-def _key(request_id: Any) -> tuple[type, Any] | None:
-    """The id's key (type included), or ``None`` for a value that is not a valid id
-    (``id_key`` of an ``is_valid_id`` id, in one step: it runs several times a request)."""
-    kind = type(request_id)
-    return (kind, request_id) if kind is int or kind is str else None
 
 
 def _read_some(response: Any, limit: int) -> bytes:

@@ -17,12 +17,11 @@ look:
 :func:`disconnect_probe` turns what the environ offers into one check, which a 2026-07-28
 request asks while it waits for its handler (:func:`poll_slices`: soon at first, then every
 :data:`DISCONNECT_POLL`), both before its answer and between the events of an SSE answer.
-On a socket, the
-connection is closed when the socket is readable and a peek reads nothing (end of stream); a
-readable socket with bytes waiting is a pipelined next request, not a disconnect. A socket
-wrapped in TLS by the WSGI server cannot be peeked: no probe then, as for any other server
-(``wsgiref``, mod_wsgi, uWSGI...), and behind a proxy that keeps its upstream connection open
-when its client goes away. Without a probe a JSON-answered request runs to its end (or to
+On a socket, the connection is closed when the socket is readable and a peek reads nothing
+(end of stream); a readable socket with bytes waiting is a pipelined next request, not a
+disconnect. A socket wrapped in TLS by the WSGI server cannot be peeked: no probe then, as
+for any other server (``wsgiref``, mod_wsgi, uWSGI...), and behind a proxy that keeps its
+upstream connection open when its client goes away. Without a probe a JSON-answered request runs to its end (or to
 ``request_timeout``); a client that accepts SSE is answered as SSE after the JSON window,
 where a disconnect is noticed at the latest when the next keep-alive comment's write fails.
 """

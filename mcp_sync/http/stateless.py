@@ -13,6 +13,7 @@ the request: answered, refused, or cancelled.
 from __future__ import annotations
 
 import json
+import math
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
@@ -159,8 +160,8 @@ class StatelessRequest:
         ``disconnected`` (a :func:`~mcp_sync.http.disconnect.disconnect_probe`) is asked
         meanwhile, after each wait of :func:`~mcp_sync.http.disconnect.poll_slices` (1 ms at
         first, doubling, then every :data:`~mcp_sync.http.disconnect.DISCONNECT_POLL`
-        seconds): once it says the client went away, :attr:`client_gone` is set and ``None`` returned at once
-        (the caller's :meth:`end` then cancels the handler)."""
+        seconds): once it says the client went away, :attr:`client_gone` is set and ``None``
+        returned at once (the caller's :meth:`end` then cancels the handler)."""
         if disconnected is None:
             return self.stream.wait_for_event(timeout)
         end = time.monotonic() + timeout
@@ -220,7 +221,7 @@ class StatelessRequest:
         that left is noticed without waiting for the next keep-alive comment: the body
         ends then (:attr:`client_gone` set) and its close cancels the handler."""
         end = None if timeout is None else time.monotonic() + timeout
-        polls = poll_slices() if disconnected is not None else None
+        polls = poll_slices()
         if first is None:
             yield KEEPALIVE_COMMENT
         else:
@@ -228,15 +229,14 @@ class StatelessRequest:
             if self.answer_to(first) is not None:
                 return
         ping_at = time.monotonic() + keepalive
-        look_at = None if polls is None else time.monotonic() + next(polls)
+        # the next look at the connection (never, where the WSGI server allows none)
+        look_at = math.inf if disconnected is None else time.monotonic() + next(polls)
         while not stop.is_set():
             now = time.monotonic()
             if end is not None and now >= end:
                 return
             # short slices, so that the app's close() (``stop``) is seen at once
-            wait = min(ping_at, end if end is not None else ping_at) - now
-            if look_at is not None:
-                wait = min(wait, look_at - now)
+            wait = min(ping_at, end if end is not None else ping_at, look_at) - now
             data = self.stream.wait_for_event(max(0.0, min(wait, _STOP_SLICE)))
             if data is not None:
                 yield _frame(data)
@@ -246,8 +246,7 @@ class StatelessRequest:
                 continue
             if self.stream.exhausted:
                 return  # cancelled: no response, ever
-            if look_at is not None and polls is not None and time.monotonic() >= look_at:
-                assert disconnected is not None
+            if disconnected is not None and time.monotonic() >= look_at:
                 if disconnected():
                     self.client_gone = True
                     return  # the body's close() cancels the handler

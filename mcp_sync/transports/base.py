@@ -145,10 +145,13 @@ class OutboundMeta:
         return describe_outbound(message, None)
 
 
-def describe_outbound(message: Message | bytes, related: RequestId | None) -> OutboundMeta:
+def describe_outbound(
+    message: Message | bytes, related: RequestId | None, *, caller_reads: bool = False
+) -> OutboundMeta:
     """The :class:`OutboundMeta` of ``message`` sent on behalf of the inbound request
     ``related``. Pre-encoded bytes are a handler's reply to ``related``; a response always
-    relates to the request it answers."""
+    relates to the request it answers. ``caller_reads``: a request is read by its caller
+    (:attr:`OutboundMeta.caller_reads`; ignored for anything else)."""
     if isinstance(message, bytes):
         return OutboundMeta("response", related_request_id=related)
     if isinstance(message, (Response, ErrorResponse)):
@@ -159,6 +162,7 @@ def describe_outbound(message: Message | bytes, related: RequestId | None) -> Ou
             message.method,
             request_id=message.id,
             related_request_id=related,
+            caller_reads=caller_reads,
             params=message.params,
         )
     cancelled = None

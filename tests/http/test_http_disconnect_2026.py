@@ -66,6 +66,16 @@ def serve_gated(server_kind: str, **options: Any) -> Iterator[tuple[str, GatePro
     stop()
 
 
+def read_until(sock: socket.socket, marker: bytes, reply: bytes = b"") -> bytes:
+    """``reply`` and what ``sock`` brings after it, until ``marker`` is in it (the
+    connection must not end first)."""
+    while marker not in reply:
+        chunk = sock.recv(65536)
+        assert chunk, reply
+        reply += chunk
+    return reply
+
+
 @pytest.fixture(params=["embedded", "waitress-lookahead"])
 def served(request: pytest.FixtureRequest) -> Iterator[tuple[str, GateProbe]]:
     yield from serve_gated(request.param)
@@ -92,11 +102,7 @@ def test_a_client_that_stays_gets_its_json_answer(served: tuple[str, GateProbe])
     try:
         assert probe.started("stay").wait(WAIT)
         probe.release("stay")
-        reply = b""
-        while b"stay: released" not in reply:
-            chunk = sock.recv(65536)
-            assert chunk, reply
-            reply += chunk
+        reply = read_until(sock, b"stay: released")
     finally:
         sock.close()
     assert re.match(rb"HTTP/1\.[01] 200 ", reply), reply[:40]
@@ -111,11 +117,7 @@ NO_KEEPALIVE = 3600.0
 
 def read_sse_head(sock: socket.socket) -> bytes:
     """Read until the SSE answer's headers have arrived (the call outlived the JSON window)."""
-    reply = b""
-    while b"\r\n\r\n" not in reply:
-        chunk = sock.recv(65536)
-        assert chunk, reply
-        reply += chunk
+    reply = read_until(sock, b"\r\n\r\n")
     assert b"text/event-stream" in reply, reply
     return reply
 
@@ -152,10 +154,7 @@ def test_an_sse_answered_call_whose_client_stays_is_answered(
         assert probe.started("sse-stay").wait(WAIT)
         reply = read_sse_head(sock)
         probe.release("sse-stay")
-        while b"sse-stay: released" not in reply:
-            chunk = sock.recv(65536)
-            assert chunk, reply
-            reply += chunk
+        read_until(sock, b"sse-stay: released", reply)
     finally:
         sock.close()
     assert not probe.cancelled("sse-stay").is_set()
