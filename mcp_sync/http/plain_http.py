@@ -51,6 +51,8 @@ from .http11_parser import (
 
 __all__ = [
     "IDLE_EXPIRY",
+    "MAX_CACHED_HEADS",
+    "MAX_CACHED_HEAD_BYTES",
     "MAX_IDLE_CONNECTIONS",
     "ConnectionLost",
     "PlainHttpClient",
@@ -63,6 +65,14 @@ __all__ = [
 MAX_IDLE_CONNECTIONS = 32
 """Most idle keep-alive connections a :class:`PlainHttpClient` keeps."""
 
+MAX_CACHED_HEADS = 64
+"""Most request heads a :class:`PlainHttpClient` keeps checked and encoded, one per header
+set (a client sends the same few each time); when full, they are all dropped."""
+
+MAX_CACHED_HEAD_BYTES = 2048
+"""The longest request head kept encoded; a longer one (a long ``Mcp-Param-*`` value, say)
+is checked and encoded for every request."""
+
 IDLE_EXPIRY = 5.0
 """Seconds an idle connection is kept (a server closes idle connections after a while: a
 connection older than this is not risked)."""
@@ -71,8 +81,6 @@ WRITE_TIMEOUT = 30.0
 """Longest wait, in seconds, to write a large request body to a server that reads slowly."""
 
 _RECV = 65536
-_CACHED_HEADS = 64  # request heads kept encoded, per client (the same few headers each time)
-_CACHED_HEAD_BYTES = 2048  # a larger head (a long Mcp-Param value) is encoded each time
 _ONE_WRITE = 64 * 1024  # bodies up to this size go in the same sendall as the head
 
 
@@ -232,9 +240,9 @@ class PlainHttpClient:
             key = start = None
         if start is None:
             start = self._encode_start(method, headers)
-            if key is not None and len(start) <= _CACHED_HEAD_BYTES:
+            if key is not None and len(start) <= MAX_CACHED_HEAD_BYTES:
                 heads = self._heads
-                if len(heads) >= _CACHED_HEADS:
+                if len(heads) >= MAX_CACHED_HEADS:
                     heads.clear()
                 heads[key] = start
         if body or method not in ("GET", "HEAD", "DELETE"):

@@ -281,10 +281,10 @@ def test_request_heads_are_kept_encoded_for_a_bounded_few_header_sets() -> None:
     try:
         for body in (b"1", b"22", b""):  # the same headers: only the length differs
             send({"X-A": "1"}, body)
-        for n in range(3 * plain_http._CACHED_HEADS):
+        for n in range(3 * plain_http.MAX_CACHED_HEADS):
             send({"X-N": str(n)})
-        assert len(client._heads) <= plain_http._CACHED_HEADS
-        send({"X-Big": "v" * plain_http._CACHED_HEAD_BYTES})  # too long to keep
+        assert len(client._heads) <= plain_http.MAX_CACHED_HEADS
+        send({"X-Big": "v" * plain_http.MAX_CACHED_HEAD_BYTES})  # too long to keep
         assert all("X-Big" not in dict(key[1:]) for key in client._heads)
     finally:
         client.close()
@@ -296,9 +296,9 @@ def test_request_heads_are_kept_encoded_for_a_bounded_few_header_sets() -> None:
         for body in (b"1", b"22", b"")
     ]
     assert server.received[-2].startswith(
-        b"POST / HTTP/1.1\r\nHost: %s\r\nX-N: %d\r\n" % (host, 3 * plain_http._CACHED_HEADS - 1)
+        b"POST / HTTP/1.1\r\nHost: %s\r\nX-N: %d\r\n" % (host, 3 * plain_http.MAX_CACHED_HEADS - 1)
     )
-    assert b"X-Big: " + b"v" * plain_http._CACHED_HEAD_BYTES + b"\r\n" in server.received[-1]
+    assert b"X-Big: " + b"v" * plain_http.MAX_CACHED_HEAD_BYTES + b"\r\n" in server.received[-1]
 
 
 def _idle_socket(client: PlainHttpClient) -> socket.socket:
