@@ -167,10 +167,10 @@ class TaskScope(RequestScope):
                         "input_required",
                         message="waiting for input",
                         input_requests=dict(running.pending_inputs),
-                        take_responses=True,
+                        taken_responses=taken,
                     )
                 else:
-                    self._set_status("working", take_responses=True)
+                    self._set_status("working", taken_responses=taken)
             answer = running.answers.pop(key)
         with running.cond:
             running.cond.notify_all()  # another call's answer may be among those taken

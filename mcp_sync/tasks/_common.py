@@ -19,7 +19,7 @@ import logging
 import secrets
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from typing import Any, Literal
 
 from .._waiting import WAIT_SLICE, wait_for_condition
@@ -233,9 +233,11 @@ def status_transition(
     status: Literal["working", "input_required"],
     message: str | None,
     input_requests: Mapping[str, Any] | None,
-    take_responses: bool,
+    taken_responses: Collection[str],
 ) -> Transition:
-    """Move a non-terminal task between ``working`` and ``input_required``."""
+    """Move a non-terminal task between ``working`` and ``input_required``, removing the
+    answers the handler took (``taken_responses``) and keeping any others: an answer that
+    arrived after the handler read the record is still there for it."""
     if status not in ("working", "input_required"):
         raise ValueError(f"set_status() takes 'working' or 'input_required', not {status!r}")
 
@@ -247,8 +249,13 @@ def status_transition(
             "status_message": message,
             "input_requests": dict(input_requests) if input_requests else None,
         }
-        if take_responses:
-            changes["input_responses"] = None
+        if taken_responses:
+            left = {
+                key: value
+                for key, value in (record.input_responses or {}).items()
+                if key not in taken_responses
+            }
+            changes["input_responses"] = left or None
         return _changed(record, now, **changes)
 
     return apply
@@ -507,9 +514,9 @@ class StoreBase(TaskStore):
         *,
         message: str | None = None,
         input_requests: Mapping[str, Any] | None = None,
-        take_responses: bool = False,
+        taken_responses: Collection[str] = (),
     ) -> TaskRecord:
-        transition = status_transition(status, message, input_requests, take_responses)
+        transition = status_transition(status, message, input_requests, taken_responses)
         current = self._change(task_id, transition)
         if current is None:
             raise TaskNotFound(task_id)

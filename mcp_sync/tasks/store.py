@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import abc
 import dataclasses
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from typing import Any, Literal, TypeVar
 
 from ..errors import TaskAlreadyTerminal, TaskNotFound  # every exception lives in errors
@@ -159,10 +159,12 @@ class TaskStore(abc.ABC):
         *,
         message: str | None = None,
         input_requests: Mapping[str, Any] | None = None,
-        take_responses: bool = False,
+        taken_responses: Collection[str] = (),
     ) -> TaskRecord:
         """Move a non-terminal task between ``working`` and ``input_required`` (with the
-        requests it waits for); ``take_responses`` also clears ``input_responses``. On a
+        requests it waits for). ``taken_responses`` names the answers the handler has taken:
+        they leave ``input_responses`` in the same atomic change, and every other answer
+        stays (one may have arrived since the handler read the record). On a
         terminal task nothing changes and the record is returned as it is (check
         ``record.terminal``). Raises :class:`TaskNotFound` for an unknown id."""
 

@@ -204,7 +204,7 @@ def test_input_round_trip(store: TaskStore) -> None:
     assert dict(again.input_responses or {}) == {"q1": "yes"}  # an answered key stays answered
     both = store.answer_input(task.task_id, owner="a", responses={"q2": 2})
     assert dict(both.input_responses or {}) == {"q1": "yes", "q2": 2}
-    resumed = store.set_status(task.task_id, "working", take_responses=True)
+    resumed = store.set_status(task.task_id, "working", taken_responses=["q1", "q2"])
     assert resumed.status == "working"
     assert resumed.input_responses is None and resumed.input_requests is None
     kept = store.set_status(task.task_id, "working", message="still going")
@@ -217,6 +217,20 @@ def test_responses_stay_until_taken(store: TaskStore) -> None:
     store.answer_input(task.task_id, owner="a", responses={"q": 1})
     still = store.set_status(task.task_id, "input_required", input_requests={"q": {}})
     assert dict(still.input_responses or {}) == {"q": 1}
+
+
+def test_taking_some_answers_keeps_the_others(store: TaskStore) -> None:
+    task = store.create(owner="a", ttl_ms=60_000)
+    store.set_status(task.task_id, "input_required", input_requests={"q1": {}, "q2": {}})
+    store.answer_input(task.task_id, owner="a", responses={"q1": 1})
+    store.answer_input(task.task_id, owner="a", responses={"q2": 2})  # after q1 was read
+    left = store.set_status(
+        task.task_id, "input_required", input_requests={"q2": {}}, taken_responses=["q1"]
+    )
+    assert dict(left.input_responses or {}) == {"q2": 2}
+    assert dict(left.input_requests or {}) == {"q2": {}}
+    done = store.set_status(task.task_id, "working", taken_responses=["q2"])
+    assert done.input_responses is None and done.input_requests is None
 
 
 def test_list_is_newest_first_in_pages(store: TaskStore, clock: FakeClock) -> None:

@@ -5,7 +5,7 @@ methods, notifications/tasks through subscriptions/listen, input through inputRe
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +18,8 @@ from tasks.task_servers import STORES, store_for, task_redis, task_server  # noq
 
 from mcp_sync import Cancelled, McpError
 from mcp_sync.lifecycle import TASKS_EXTENSION
-from mcp_sync.tasks.store import TaskStore
+from mcp_sync.tasks.memory import MemoryTaskStore
+from mcp_sync.tasks.store import TaskRecord, TaskStore
 
 REQUIRED = {"requiredCapabilities": {"extensions": {TASKS_EXTENSION: {}}}}
 
@@ -206,19 +207,25 @@ def test_listen_for_tasks_needs_the_extension(store: TaskStore, gates: GateProbe
         assert info.value.code == -32021 and info.value.data == REQUIRED
 
 
+def ask_two(conn: Any) -> tuple[str, Callable[[], dict[str, Any]], dict[str, str]]:
+    """Start ``ask_two`` as a task and wait until both its questions are asked: the task id,
+    a ``tasks/get`` of it, and each question's key by its label."""
+    raw = conn.client.task_request("tools/call", {"name": "ask_two", "arguments": {}}, {})
+    task_id = raw["taskId"]
+
+    def detailed() -> dict[str, Any]:
+        return conn.client.task_request("tasks/get", {"taskId": task_id}, {})
+
+    wait_until(lambda: len(detailed().get("inputRequests", {})) == 2, "both questions")
+    asked = detailed()["inputRequests"]
+    return task_id, detailed, {entry["params"]["message"]: key for key, entry in asked.items()}
+
+
 def test_two_inputs_at_once_and_a_partial_update(store: TaskStore, gates: GateProbe) -> None:
     with modern(task_server(store, gates), elicitation_handler=lambda p, c: {}) as conn:
-        raw = conn.client.task_request("tools/call", {"name": "ask_two", "arguments": {}}, {})
-        task_id = raw["taskId"]
-
-        def detailed() -> dict[str, Any]:
-            return conn.client.task_request("tasks/get", {"taskId": task_id}, {})
-
-        wait_until(lambda: len(detailed().get("inputRequests", {})) == 2, "both questions")
-        asked = detailed()["inputRequests"]
-        by_label = {entry["params"]["message"]: key for key, entry in asked.items()}
+        task_id, detailed, by_label = ask_two(conn)
         first, second = by_label["first"], by_label["second"]
-        assert sorted(asked) == ["elicit-1", "elicit-2"]
+        assert sorted(by_label.values()) == ["elicit-1", "elicit-2"]
         answer = {"action": "accept", "content": {"name": "Ann"}}
         conn.client.task_request(
             "tasks/update", {"taskId": task_id, "inputResponses": {first: answer}}, {}
@@ -230,6 +237,50 @@ def test_two_inputs_at_once_and_a_partial_update(store: TaskStore, gates: GatePr
             "tasks/update", {"taskId": task_id, "inputResponses": {second: answer}}, {}
         )
         wait_until(lambda: detailed()["status"] == "completed", "the task to finish")
+        assert detailed()["result"]["content"][0]["text"] == "Ann and Bo"
+
+
+class AnswerBeforeTheTake(MemoryTaskStore):
+    """A memory store that lands one more client answer at a chosen moment: just before the
+    handler's change that takes the answers it read, as a ``tasks/update`` from another
+    thread or process may land then. ``landed`` is the record that answer made."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.to_land: dict[str, Any] = {}
+        self.landed: list[TaskRecord] = []
+        self._owners: dict[str, str] = {}
+
+    def answer_input(self, task_id: str, *, owner: str, responses: Any) -> TaskRecord:
+        self._owners[task_id] = owner
+        return super().answer_input(task_id, owner=owner, responses=responses)
+
+    def set_status(self, task_id: str, status: Any, **changes: Any) -> TaskRecord:
+        land, self.to_land = self.to_land, {}
+        if land and changes.get("taken_responses"):
+            self.landed.append(
+                self.answer_input(task_id, owner=self._owners[task_id], responses=land)
+            )
+        return super().set_status(task_id, status, **changes)
+
+
+def test_an_answer_that_lands_while_the_handler_takes_another_is_not_lost(
+    gates: GateProbe,
+) -> None:
+    store = AnswerBeforeTheTake()
+    with modern(task_server(store, gates), elicitation_handler=lambda p, c: {}) as conn:
+        task_id, detailed, key = ask_two(conn)
+        ann = {"action": "accept", "content": {"name": "Ann"}}
+        bo = {"action": "accept", "content": {"name": "Bo"}}
+        store.to_land = {key["second"]: bo}
+        conn.client.task_request(
+            "tasks/update", {"taskId": task_id, "inputResponses": {key["first"]: ann}}, {}
+        )
+        wait_until(lambda: detailed()["status"] == "completed", "the task to finish")
+        # the second answer was in the store before the handler took the first
+        assert [dict(r.input_responses or {}) for r in store.landed] == [
+            {key["first"]: ann, key["second"]: bo}
+        ]
         assert detailed()["result"]["content"][0]["text"] == "Ann and Bo"
 
 

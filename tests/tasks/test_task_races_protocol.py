@@ -6,6 +6,7 @@ ever reports completed; the token of every cancelled task's handler fired."""
 from __future__ import annotations
 
 import random
+import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -88,3 +89,94 @@ def test_completion_racing_cancel_leaves_one_end(store: TaskStore, protocol: str
             if status == "cancelled":
                 assert saw[task_id].cancelled, "the token of every cancelled task fired"
         assert set(ends.values()) <= {"completed", "cancelled"}
+
+
+ASKERS = 8
+
+
+def asking_server(store: TaskStore) -> Server:
+    server = Server("asking", task_store=store)
+
+    @server.tool(task="optional")
+    def ask_many(ctx: Context) -> dict[str, str]:
+        """Elicit ASKERS answers at once, one per thread; return what each thread got."""
+        got: dict[str, str] = {}
+
+        def one(label: str) -> None:
+            try:
+                answer = ctx.session.elicit(label, {"type": "object", "properties": {"name": {}}})
+            except Exception as exc:  # the result names it
+                got[label] = repr(exc)
+            else:
+                got[label] = (answer.content or {}).get("name", "?")
+
+        threads = [threading.Thread(target=one, args=(f"q{i}",)) for i in range(ASKERS)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        return got
+
+    return server
+
+
+def test_many_questions_at_once_answered_in_racing_batches_each_reach_their_asker(
+    store: TaskStore,
+) -> None:
+    """Eight threads of one task handler ask at once; two client threads answer whatever is
+    asked in random batches, racing each other and the handler's takes. Every thread gets
+    its own answer, and the task completes."""
+    previous = sys.getswitchinterval()
+    sys.setswitchinterval(1e-5)
+    try:
+        with connected(
+            asking_server(store), protocol="modern", elicitation_handler=lambda p, c: {}
+        ) as conn:
+            client = conn.client
+            raw = client.task_request("tools/call", {"name": "ask_many", "arguments": {}}, {})
+            task_id = raw["taskId"]
+            done = threading.Event()
+            failures: list[BaseException] = []
+
+            def answer(seed: int) -> None:
+                rng = random.Random(seed)
+                try:
+                    while not done.is_set():
+                        task = client.task_request("tasks/get", {"taskId": task_id}, {})
+                        if task["status"] in ("completed", "failed", "cancelled"):
+                            done.set()
+                            return
+                        asked = list(task.get("inputRequests", {}).items())
+                        batch = {
+                            key: {
+                                "action": "accept",
+                                "content": {"name": entry["params"]["message"]},
+                            }
+                            for key, entry in asked
+                            if rng.random() < 0.5
+                        }
+                        if batch:
+                            client.task_request(
+                                "tasks/update", {"taskId": task_id, "inputResponses": batch}, {}
+                            )
+                except BaseException as exc:  # reported below
+                    failures.append(exc)
+                    done.set()
+
+            answerers = [threading.Thread(target=answer, args=(seed,)) for seed in (1, 2)]
+            for thread in answerers:
+                thread.start()
+            try:
+                ended = done.wait(WAIT)
+            finally:
+                done.set()
+                for thread in answerers:
+                    thread.join(WAIT)
+            assert not failures, failures
+            assert ended, "the task did not end"
+            final = client.task_request("tasks/get", {"taskId": task_id}, {})
+            assert final["status"] == "completed", final
+            got = final["result"]["structuredContent"]
+            assert got == {f"q{i}": f"q{i}" for i in range(ASKERS)}
+    finally:
+        sys.setswitchinterval(previous)
